@@ -1,0 +1,34 @@
+//! Bounds on what a client may ask for. The state machine enforces them (so
+//! every replica agrees), and clients check them before sending.
+//!
+//! They are constants, not configuration: the state machine must apply the
+//! same entry the same way on every node, so a limit that decides an
+//! outcome cannot differ between nodes.
+
+/// Shortest session TTL, in ms. Shorter leases would expire on ordinary
+/// network jitter and scheduling pauses.
+pub const MIN_TTL_MS: u64 = 1_000;
+/// Longest session TTL, in ms. A dead client holds its locks at most this long.
+pub const MAX_TTL_MS: u64 = 600_000;
+/// Longest lock name, in bytes of UTF-8.
+pub const MAX_NAME_LEN: usize = 512;
+/// Longest client name of a session, in bytes.
+pub const MAX_CLIENT_NAME_LEN: usize = 256;
+/// Largest metadata (or election value) stored with a grant, in bytes.
+pub const MAX_METADATA_LEN: usize = 4_096;
+/// Length of a request id, in bytes (a UUID).
+pub const REQUEST_ID_LEN: usize = 16;
+/// Most waiters queued on one lock.
+pub const MAX_WAITERS_PER_LOCK: usize = 10_000;
+/// Most locks one session may hold or wait for at once.
+pub const MAX_LOCKS_PER_SESSION: usize = 10_000;
+/// Longest wait an Acquire may ask for, in ms.
+pub const MAX_WAIT_MS: u64 = 3_600_000;
+/// How many finished request ids a session remembers, so that a late retry
+/// of an acquisition that was already released is refused rather than
+/// granted a second time.
+pub const FINISHED_REQUESTS_PER_SESSION: usize = 256;
+/// Default and largest page of a List call.
+pub const DEFAULT_LIST_LIMIT: u32 = 100;
+/// Largest page of a List call.
+pub const MAX_LIST_LIMIT: u32 = 1_000;

@@ -1,0 +1,163 @@
+//! Acquire: grant at once if the queue is empty and the lock has room,
+//! otherwise queue (or, for a try-lock, answer busy). A retry with the same
+//! request id finds what the first attempt got, never a second grant.
+
+use super::error::LeaseError;
+use super::lock::{fits, LockState, UNLIMITED};
+use super::outcome::{Event, Reply};
+use super::types::{Finished, Grant, LogIndex, Mode, RequestId, SessionId, Waiter};
+use super::{validate, LeaseMachine};
+use raftlock_proto::limits;
+
+pub(super) struct Request<'a> {
+    pub session: SessionId,
+    pub name: &'a str,
+    pub request_id: RequestId,
+    pub mode: Mode,
+    pub permits: Option<u32>,
+    pub wait_ms: Option<u64>,
+    pub metadata: &'a [u8],
+}
+
+impl LeaseMachine {
+    pub(super) fn acquire(
+        &mut self,
+        req: Request<'_>,
+        index: LogIndex,
+        at_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<Reply, LeaseError> {
+        validate::name(req.name)?;
+        validate::metadata("metadata", req.metadata)?;
+        validate::permits(req.permits)?;
+        validate::wait(req.wait_ms)?;
+        let session = self
+            .sessions
+            .get(&req.session)
+            .ok_or(LeaseError::SessionNotFound(req.session))?;
+        if let Some(reply) = self.retry_answer(&req)? {
+            return Ok(reply);
+        }
+        if session.held.len() + session.waiting.len() >= limits::MAX_LOCKS_PER_SESSION {
+            return Err(LeaseError::TooManyLocks {
+                session: req.session,
+                max: limits::MAX_LOCKS_PER_SESSION,
+            });
+        }
+
+        let empty = LockState::default();
+        let lock = self.locks.get(req.name).unwrap_or(&empty);
+        if let (Some(requested), Some(current)) = (req.permits, lock.permits) {
+            if requested != current {
+                return Err(LeaseError::PermitsMismatch {
+                    name: req.name.to_owned(),
+                    requested,
+                    current,
+                });
+            }
+        }
+        // The capacity this request fixes, if the lock has none yet.
+        let permits = lock.permits.or(req.permits).or(match req.mode {
+            Mode::Shared => Some(UNLIMITED),
+            Mode::Exclusive => None,
+        });
+        // Strict FIFO: nobody overtakes a waiter, even one whose own request
+        // is blocked for a reason (capacity) that would not block this one.
+        let grant_now = lock.waiters.is_empty() && fits(&lock.holders, permits, req.mode);
+
+        if !grant_now && req.wait_ms.is_none() {
+            return Ok(Reply::Busy {
+                holders: lock.holders.clone(),
+            });
+        }
+        if !grant_now && lock.waiters.len() >= limits::MAX_WAITERS_PER_LOCK {
+            return Err(LeaseError::TooManyWaiters {
+                name: req.name.to_owned(),
+                max: limits::MAX_WAITERS_PER_LOCK,
+            });
+        }
+
+        let lock = self.locks.entry(req.name.to_owned()).or_default();
+        lock.permits = permits;
+        let session = self
+            .sessions
+            .get_mut(&req.session)
+            .ok_or(LeaseError::SessionNotFound(req.session))?;
+        if grant_now {
+            let grant = Grant {
+                name: req.name.to_owned(),
+                session: req.session,
+                request_id: req.request_id,
+                mode: req.mode,
+                token: index,
+                granted_at_ms: at_ms,
+                metadata: req.metadata.to_vec(),
+            };
+            lock.holders.push(grant.clone());
+            session.held.insert(req.name.to_owned(), req.request_id);
+            events.push(Event::Granted(grant.clone()));
+            Ok(Reply::Acquired(grant))
+        } else {
+            lock.waiters.push_back(Waiter {
+                session: req.session,
+                request_id: req.request_id,
+                mode: req.mode,
+                enqueued_at_ms: at_ms,
+                timeout_ms: req.wait_ms.unwrap_or(0),
+                metadata: req.metadata.to_vec(),
+            });
+            session.waiting.insert(req.name.to_owned(), req.request_id);
+            Ok(Reply::Queued {
+                position: lock.waiters.len() - 1,
+            })
+        }
+    }
+
+    /// What a retry of an acquisition the session already made gets: the
+    /// same grant, the same place in the queue, or the news that it is over.
+    fn retry_answer(&self, req: &Request<'_>) -> Result<Option<Reply>, LeaseError> {
+        let session = &self.sessions[&req.session];
+        if let Some(held_by) = session.held.get(req.name) {
+            let grant = self
+                .locks
+                .get(req.name)
+                .and_then(|l| l.holder(req.session))
+                .cloned();
+            return match grant {
+                Some(g) if *held_by == req.request_id => Ok(Some(Reply::Acquired(g))),
+                Some(g) => Err(LeaseError::AlreadyHeld {
+                    name: req.name.to_owned(),
+                    token: g.token,
+                }),
+                None => Ok(None),
+            };
+        }
+        if let Some(waiting_as) = session.waiting.get(req.name) {
+            if *waiting_as != req.request_id {
+                return Err(LeaseError::AlreadyWaiting {
+                    name: req.name.to_owned(),
+                });
+            }
+            let position = self
+                .locks
+                .get(req.name)
+                .and_then(|l| l.queue_position(req.session))
+                .unwrap_or(0);
+            return Ok(Some(Reply::Queued { position }));
+        }
+        match session
+            .finished
+            .iter()
+            .find(|(id, _)| *id == req.request_id)
+        {
+            Some((_, Finished::Released(token))) => Err(LeaseError::RequestReleased {
+                request_id: req.request_id,
+                token: *token,
+            }),
+            Some((_, Finished::WaitCancelled)) => Err(LeaseError::WaitCancelled {
+                request_id: req.request_id,
+            }),
+            None => Ok(None),
+        }
+    }
+}

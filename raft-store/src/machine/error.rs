@@ -1,0 +1,136 @@
+//! Why the state machine refused a command. Refusals are deterministic
+//! outcomes of an entry, not failures of a node: every replica refuses alike.
+
+use super::types::{FencingToken, RequestId, SessionId};
+use serde::{Deserialize, Serialize};
+
+/// A command the state machine refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+pub enum LeaseError {
+    /// The lock name is empty, too long, or not acceptable.
+    #[error("invalid lock name: {reason}")]
+    InvalidName {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A session TTL outside the allowed range.
+    #[error("ttl {ttl_ms} ms is out of range {min_ms}..={max_ms} ms")]
+    TtlOutOfRange {
+        /// Requested TTL.
+        ttl_ms: u64,
+        /// Lowest allowed.
+        min_ms: u64,
+        /// Highest allowed.
+        max_ms: u64,
+    },
+    /// Another argument is out of range.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The session does not exist (never created, closed, or expired).
+    #[error("session {0} not found (closed, expired, or never created)")]
+    SessionNotFound(SessionId),
+    /// The session does not hold the lock.
+    #[error("session {session} does not hold lock {name:?}")]
+    NotHolder {
+        /// Lock name.
+        name: String,
+        /// The session that asked.
+        session: SessionId,
+    },
+    /// The session holds the lock under another token.
+    #[error("token {token} is stale for lock {name:?}: the session holds it with token {current}")]
+    StaleToken {
+        /// Lock name.
+        name: String,
+        /// The token given.
+        token: FencingToken,
+        /// The session's current token.
+        current: FencingToken,
+    },
+    /// A stated permit count differs from the lock's.
+    #[error("lock {name:?} has {current} permits, the request states {requested}")]
+    PermitsMismatch {
+        /// Lock name.
+        name: String,
+        /// Permits requested.
+        requested: u32,
+        /// Permits the lock has.
+        current: u32,
+    },
+    /// The session already holds the lock through another acquisition.
+    #[error("session already holds lock {name:?} (token {token}) through another request")]
+    AlreadyHeld {
+        /// Lock name.
+        name: String,
+        /// Its token.
+        token: FencingToken,
+    },
+    /// The session already waits for the lock through another acquisition.
+    #[error("session already waits for lock {name:?} through another request")]
+    AlreadyWaiting {
+        /// Lock name.
+        name: String,
+    },
+    /// A retry of an acquisition that was granted and then released.
+    #[error("request {request_id} already finished: granted with token {token} and released")]
+    RequestReleased {
+        /// The acquisition.
+        request_id: RequestId,
+        /// The token it had.
+        token: FencingToken,
+    },
+    /// A retry of an acquisition whose wait was cancelled.
+    #[error("request {request_id} already finished: its wait timed out or was cancelled")]
+    WaitCancelled {
+        /// The acquisition.
+        request_id: RequestId,
+    },
+    /// No such wait to cancel.
+    #[error("session {session} has no wait {request_id} on lock {name:?}")]
+    WaitNotFound {
+        /// Lock name.
+        name: String,
+        /// The session.
+        session: SessionId,
+        /// The acquisition.
+        request_id: RequestId,
+    },
+    /// The lock's queue is full.
+    #[error("lock {name:?} already has {max} waiters")]
+    TooManyWaiters {
+        /// Lock name.
+        name: String,
+        /// The limit.
+        max: usize,
+    },
+    /// The session holds or waits for too many locks.
+    #[error("session {session} already holds or waits for {max} locks")]
+    TooManyLocks {
+        /// The session.
+        session: SessionId,
+        /// The limit.
+        max: usize,
+    },
+}
+
+impl LeaseError {
+    /// A short stable name, for logs, metrics labels and scenario files.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LeaseError::InvalidName { .. } => "invalid-name",
+            LeaseError::TtlOutOfRange { .. } => "ttl-out-of-range",
+            LeaseError::InvalidArgument(_) => "invalid-argument",
+            LeaseError::SessionNotFound(_) => "session-not-found",
+            LeaseError::NotHolder { .. } => "not-holder",
+            LeaseError::StaleToken { .. } => "stale-token",
+            LeaseError::PermitsMismatch { .. } => "permits-mismatch",
+            LeaseError::AlreadyHeld { .. } => "already-held",
+            LeaseError::AlreadyWaiting { .. } => "already-waiting",
+            LeaseError::RequestReleased { .. } => "request-released",
+            LeaseError::WaitCancelled { .. } => "wait-cancelled",
+            LeaseError::WaitNotFound { .. } => "wait-not-found",
+            LeaseError::TooManyWaiters { .. } => "too-many-waiters",
+            LeaseError::TooManyLocks { .. } => "too-many-locks",
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! One lock: its holders, its FIFO queue and its capacity rule. Exclusive,
+//! shared and N-permit semaphore locks are this one structure: an exclusive
+//! holder takes the whole lock, each shared holder one of `permits`.
+
+use super::types::{FencingToken, Grant, LogIndex, Mode, SessionId, Waiter};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// Capacity of a shared lock nobody stated a permit count for.
+pub(crate) const UNLIMITED: u32 = u32::MAX;
+
+/// Whether a new holder of `mode` fits beside `holders` under `permits`.
+pub(crate) fn fits(holders: &[Grant], permits: Option<u32>, mode: Mode) -> bool {
+    match mode {
+        Mode::Exclusive => holders.is_empty(),
+        Mode::Shared => {
+            let capacity = permits.unwrap_or(UNLIMITED) as usize;
+            holders.iter().all(|h| h.mode == Mode::Shared) && holders.len() < capacity
+        }
+    }
+}
+
+/// Holders and waiters of one lock.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockState {
+    /// Shared capacity, fixed by the first request that states it (or by the
+    /// first shared request, as unlimited) and forgotten when the lock empties.
+    pub permits: Option<u32>,
+    /// Holders in grant order.
+    pub holders: Vec<Grant>,
+    /// Waiters in FIFO order.
+    pub waiters: VecDeque<Waiter>,
+}
+
+impl LockState {
+    /// Whether a new holder of `mode` fits beside the current holders,
+    /// ignoring the queue.
+    pub fn fits(&self, mode: Mode) -> bool {
+        fits(&self.holders, self.permits, mode)
+    }
+
+    /// The holder that is `session`, if any.
+    pub fn holder(&self, session: SessionId) -> Option<&Grant> {
+        self.holders.iter().find(|h| h.session == session)
+    }
+
+    pub(crate) fn holder_mut(&mut self, session: SessionId) -> Option<&mut Grant> {
+        self.holders.iter_mut().find(|h| h.session == session)
+    }
+
+    pub(crate) fn remove_holder(&mut self, session: SessionId) -> Option<Grant> {
+        let pos = self.holders.iter().position(|h| h.session == session)?;
+        Some(self.holders.remove(pos))
+    }
+
+    pub(crate) fn remove_waiter(&mut self, session: SessionId) -> Option<Waiter> {
+        let pos = self.waiters.iter().position(|w| w.session == session)?;
+        self.waiters.remove(pos)
+    }
+
+    /// Position of `session` in the queue (0 = next).
+    pub fn queue_position(&self, session: SessionId) -> Option<usize> {
+        self.waiters.iter().position(|w| w.session == session)
+    }
+
+    /// Nobody holds or waits.
+    pub fn is_empty(&self) -> bool {
+        self.holders.is_empty() && self.waiters.is_empty()
+    }
+
+    /// Highest token among the holders.
+    pub fn current_token(&self) -> FencingToken {
+        self.holders.iter().map(|h| h.token).max().unwrap_or(0)
+    }
+
+    /// Moves waiters from the front of the queue to the holders while they
+    /// fit. Strict FIFO: a waiter that does not fit stops the scan, so a
+    /// shared waiter never overtakes an exclusive one queued before it.
+    pub(crate) fn grant_front(&mut self, name: &str, index: LogIndex, at_ms: u64) -> Vec<Grant> {
+        let mut granted = Vec::new();
+        while let Some(front) = self.waiters.front() {
+            if !self.fits(front.mode) {
+                break;
+            }
+            let Some(w) = self.waiters.pop_front() else {
+                break;
+            };
+            let grant = Grant {
+                name: name.to_owned(),
+                session: w.session,
+                request_id: w.request_id,
+                mode: w.mode,
+                token: index,
+                granted_at_ms: at_ms,
+                metadata: w.metadata,
+            };
+            self.holders.push(grant.clone());
+            granted.push(grant);
+        }
+        granted
+    }
+}

@@ -1,0 +1,222 @@
+//! The lease state machine: `apply` is a pure, deterministic function of
+//! (state, command, log index, proposal time), so every replica that applies
+//! the same log holds the same sessions, locks, waiters and tokens.
+//!
+//! Nothing in this module touches I/O, an async runtime, a clock or a source
+//! of randomness; time enters only as `at_ms`, a value the leader proposed.
+//! Maps are `BTreeMap`s and queues `VecDeque`s so that no iteration order can
+//! differ between nodes, and snapshots of equal states are equal bytes.
+//!
+//! ```
+//! use raftlock_store::machine::{Command, LeaseMachine, Mode, Reply, RequestId};
+//! let mut m = LeaseMachine::default();
+//! let created = m.apply(&Command::CreateSession { ttl_ms: 10_000, client_name: "w1".into() }, 1, 0);
+//! let Ok(Reply::SessionCreated { session, .. }) = created.reply else { panic!() };
+//! let acquire = Command::Acquire {
+//!     session, name: "jobs/nightly".into(), request_id: RequestId(7), mode: Mode::Exclusive,
+//!     permits: None, wait_ms: None, metadata: vec![],
+//! };
+//! let Ok(Reply::Acquired(grant)) = m.apply(&acquire, 2, 0).reply else { panic!() };
+//! assert_eq!(grant.token, 2); // the fencing token is the log index
+//! ```
+
+mod acquire;
+mod cancel_wait;
+mod error;
+mod lock;
+mod outcome;
+mod proclaim;
+mod query;
+mod release;
+mod session;
+mod snapshot;
+mod types;
+mod validate;
+
+pub use error::LeaseError;
+pub use lock::LockState;
+pub use outcome::{Event, Outcome, Reply};
+pub use query::{LockSummary, LockView, Validation};
+pub use snapshot::SnapshotError;
+pub use types::{
+    EndReason, FencingToken, Finished, Grant, LogIndex, Mode, RequestId, Session, SessionId,
+    WaitEnd, Waiter,
+};
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A state-machine command: the payload of one Raft log entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Command {
+    /// Starts a session; its id is the entry's log index.
+    CreateSession {
+        /// Time to live without keep-alives, in ms.
+        ttl_ms: u64,
+        /// Free text naming the client.
+        client_name: String,
+    },
+    /// Ends a session at the client's request.
+    CloseSession {
+        /// The session.
+        session: SessionId,
+    },
+    /// Ends sessions whose deadlines passed on the leader. Ids that no
+    /// longer exist are skipped.
+    ExpireSessions {
+        /// The sessions.
+        sessions: Vec<SessionId>,
+    },
+    /// Acquires a lock, or queues for it.
+    Acquire {
+        /// The session that will hold it.
+        session: SessionId,
+        /// Lock name.
+        name: String,
+        /// The logical acquisition (reused by retries).
+        request_id: RequestId,
+        /// Exclusive or shared.
+        mode: Mode,
+        /// Shared capacity stated by the request.
+        permits: Option<u32>,
+        /// `None`: try once. `Some(ms)`: wait in the queue up to `ms`.
+        wait_ms: Option<u64>,
+        /// Stored with the grant.
+        metadata: Vec<u8>,
+    },
+    /// Releases a held lock.
+    Release {
+        /// The holding session.
+        session: SessionId,
+        /// Lock name.
+        name: String,
+        /// The grant's token.
+        token: FencingToken,
+    },
+    /// Cancels a wait (its deadline passed on the leader, or the client gave
+    /// up). If the wait was granted first, the grant is returned.
+    CancelWait {
+        /// The waiting session.
+        session: SessionId,
+        /// Lock name.
+        name: String,
+        /// The waiting acquisition.
+        request_id: RequestId,
+    },
+    /// A holder replaces its grant's metadata (an election leader's value).
+    Proclaim {
+        /// The holding session.
+        session: SessionId,
+        /// Lock name.
+        name: String,
+        /// The grant's token.
+        token: FencingToken,
+        /// New metadata.
+        value: Vec<u8>,
+    },
+}
+
+impl Command {
+    /// A short name, for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Command::CreateSession { .. } => "create_session",
+            Command::CloseSession { .. } => "close_session",
+            Command::ExpireSessions { .. } => "expire_sessions",
+            Command::Acquire { .. } => "acquire",
+            Command::Release { .. } => "release",
+            Command::CancelWait { .. } => "cancel_wait",
+            Command::Proclaim { .. } => "proclaim",
+        }
+    }
+}
+
+/// The replicated state: sessions and the locks they hold or wait for.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseMachine {
+    sessions: BTreeMap<SessionId, Session>,
+    /// Only locks with at least one holder; a lock with waiters always has a
+    /// holder, since waiters are granted as soon as nothing blocks them.
+    locks: BTreeMap<String, LockState>,
+}
+
+impl LeaseMachine {
+    /// Applies one command proposed at `at_ms` (leader's wall clock, Unix
+    /// ms, informational) and committed at `index`.
+    pub fn apply(&mut self, cmd: &Command, index: LogIndex, at_ms: u64) -> Outcome {
+        let mut events = Vec::new();
+        let reply = match cmd {
+            Command::CreateSession {
+                ttl_ms,
+                client_name,
+            } => self.create_session(*ttl_ms, client_name, index, at_ms),
+            Command::CloseSession { session } => {
+                self.close_session(*session, index, at_ms, &mut events)
+            }
+            Command::ExpireSessions { sessions } => {
+                Ok(self.expire_sessions(sessions, index, at_ms, &mut events))
+            }
+            Command::Acquire {
+                session,
+                name,
+                request_id,
+                mode,
+                permits,
+                wait_ms,
+                metadata,
+            } => self.acquire(
+                acquire::Request {
+                    session: *session,
+                    name,
+                    request_id: *request_id,
+                    mode: *mode,
+                    permits: *permits,
+                    wait_ms: *wait_ms,
+                    metadata,
+                },
+                index,
+                at_ms,
+                &mut events,
+            ),
+            Command::Release {
+                session,
+                name,
+                token,
+            } => self.release(*session, name, *token, index, at_ms, &mut events),
+            Command::CancelWait {
+                session,
+                name,
+                request_id,
+            } => self.cancel_wait(*session, name, *request_id, index, at_ms, &mut events),
+            Command::Proclaim {
+                session,
+                name,
+                token,
+                value,
+            } => self.proclaim(*session, name, *token, value, &mut events),
+        };
+        Outcome { reply, events }
+    }
+
+    /// Grants the waiters at the front of `name`'s queue that nothing blocks
+    /// any more, in FIFO order, with the token of the entry being applied;
+    /// drops the lock's entry when nobody holds or waits for it.
+    fn grant_waiters(&mut self, name: &str, index: LogIndex, at_ms: u64, events: &mut Vec<Event>) {
+        let Some(lock) = self.locks.get_mut(name) else {
+            return;
+        };
+        for grant in lock.grant_front(name, index, at_ms) {
+            if let Some(s) = self.sessions.get_mut(&grant.session) {
+                s.waiting.remove(name);
+                s.held.insert(name.to_owned(), grant.request_id);
+            }
+            events.push(Event::Granted(grant));
+        }
+        if lock.is_empty() {
+            self.locks.remove(name);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

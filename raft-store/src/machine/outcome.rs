@@ -1,0 +1,184 @@
+//! What applying a command produced: the reply for the proposer, and events
+//! for everyone else (waiting acquisitions, observers of an election).
+
+use super::error::LeaseError;
+use super::types::{EndReason, FencingToken, Grant, RequestId, SessionId, WaitEnd};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The result of applying one command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The answer to whoever proposed the command.
+    pub reply: Result<Reply, LeaseError>,
+    /// Changes to locks and sessions, in the order they happened.
+    pub events: Vec<Event>,
+}
+
+/// A successful command's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Reply {
+    /// A session started.
+    SessionCreated {
+        /// Its id.
+        session: SessionId,
+        /// Its TTL in ms.
+        ttl_ms: u64,
+    },
+    /// A session closed; it had held these locks.
+    SessionClosed {
+        /// Locks released by closing.
+        released: Vec<String>,
+    },
+    /// These sessions ended (others in the command had already gone).
+    SessionsExpired {
+        /// Sessions that ended in this entry.
+        expired: Vec<SessionId>,
+    },
+    /// The lock is held, now or already (an idempotent retry, or a cancel
+    /// that lost the race to a grant).
+    Acquired(Grant),
+    /// The acquisition waits in the queue.
+    Queued {
+        /// Waiters ahead of it.
+        position: usize,
+    },
+    /// A try-lock found the lock taken.
+    Busy {
+        /// The holders in the way.
+        holders: Vec<Grant>,
+    },
+    /// The lock was released.
+    Released {
+        /// Waiters granted by the release.
+        granted: Vec<Grant>,
+    },
+    /// The wait was cancelled.
+    WaitCancelled,
+    /// The holder's metadata changed.
+    Proclaimed(Grant),
+}
+
+/// Something that changed while applying a command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Event {
+    /// A lock was granted (directly, or to a waiter).
+    Granted(Grant),
+    /// A holder let go (released, or its session ended).
+    Released {
+        /// Lock name.
+        name: String,
+        /// The former holder.
+        session: SessionId,
+        /// Its token.
+        token: FencingToken,
+    },
+    /// A wait ended without a grant.
+    WaitEnded {
+        /// Lock name.
+        name: String,
+        /// The waiting session.
+        session: SessionId,
+        /// The acquisition.
+        request_id: RequestId,
+        /// Why.
+        reason: WaitEnd,
+    },
+    /// A session ended.
+    SessionEnded {
+        /// The session.
+        session: SessionId,
+        /// Why.
+        reason: EndReason,
+    },
+    /// A holder replaced its metadata.
+    Proclaimed(Grant),
+}
+
+impl Event {
+    /// The lock this event is about, if any.
+    pub fn lock_name(&self) -> Option<&str> {
+        match self {
+            Event::Granted(g) | Event::Proclaimed(g) => Some(&g.name),
+            Event::Released { name, .. } | Event::WaitEnded { name, .. } => Some(name),
+            Event::SessionEnded { .. } => None,
+        }
+    }
+}
+
+/// One line per outcome, then one indented line per event: the form
+/// scenario files are written in.
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.reply {
+            Ok(r) => write!(f, "ok {r}")?,
+            Err(e) => write!(f, "err {}", e.code())?,
+        }
+        for e in &self.events {
+            write!(f, "\n  {e}")?;
+        }
+        Ok(())
+    }
+}
+
+fn fmt_grant(g: &Grant) -> String {
+    format!(
+        "lock={} session={} token={} mode={}",
+        g.name, g.session, g.token, g.mode
+    )
+}
+
+impl fmt::Display for Reply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reply::SessionCreated { session, ttl_ms } => {
+                write!(f, "session-created session={session} ttl={ttl_ms}")
+            }
+            Reply::SessionClosed { released } => {
+                write!(f, "session-closed released=[{}]", released.join(","))
+            }
+            Reply::SessionsExpired { expired } => {
+                let ids: Vec<String> = expired.iter().map(|s| s.to_string()).collect();
+                write!(f, "sessions-expired [{}]", ids.join(","))
+            }
+            Reply::Acquired(g) => write!(f, "acquired {}", fmt_grant(g)),
+            Reply::Queued { position } => write!(f, "queued position={position}"),
+            Reply::Busy { holders } => {
+                let hs: Vec<String> = holders
+                    .iter()
+                    .map(|h| format!("{}@{}", h.session, h.token))
+                    .collect();
+                write!(f, "busy holders=[{}]", hs.join(","))
+            }
+            Reply::Released { granted } => write!(f, "released granted={}", granted.len()),
+            Reply::WaitCancelled => write!(f, "wait-cancelled"),
+            Reply::Proclaimed(g) => write!(f, "proclaimed {}", fmt_grant(g)),
+        }
+    }
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Event::Granted(g) => write!(f, "granted {}", fmt_grant(g)),
+            Event::Released {
+                name,
+                session,
+                token,
+            } => write!(f, "released lock={name} session={session} token={token}"),
+            Event::WaitEnded {
+                name,
+                session,
+                reason,
+                ..
+            } => write!(
+                f,
+                "wait-ended lock={name} session={session} reason={reason:?}"
+            ),
+            Event::SessionEnded { session, reason } => {
+                write!(f, "session-ended session={session} reason={reason:?}")
+            }
+            Event::Proclaimed(g) => write!(f, "proclaimed {}", fmt_grant(g)),
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Reads of the state. They are only linearizable when the caller has
+//! confirmed leadership (read index) and waited for this state to catch up.
+
+use super::lock::LockState;
+use super::types::{FencingToken, Grant, Session, SessionId, Waiter};
+use super::LeaseMachine;
+use std::ops::Bound;
+
+/// Holders and waiters of one lock.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LockView {
+    /// Shared capacity, if fixed.
+    pub permits: Option<u32>,
+    /// Holders in grant order.
+    pub holders: Vec<Grant>,
+    /// Waiters in FIFO order.
+    pub waiters: Vec<Waiter>,
+}
+
+/// One lock of a listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockSummary {
+    /// Lock name.
+    pub name: String,
+    /// Holders in grant order.
+    pub holders: Vec<Grant>,
+    /// Queue length.
+    pub waiters: usize,
+}
+
+/// Whether a token is current.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Validation {
+    /// A current holder has this token.
+    pub valid: bool,
+    /// Highest token among current holders (0 if none).
+    pub current_token: FencingToken,
+}
+
+impl LeaseMachine {
+    /// Holders and waiters of `name` (empty if nobody holds or waits).
+    pub fn describe(&self, name: &str) -> LockView {
+        self.locks
+            .get(name)
+            .map(|l| LockView {
+                permits: l.permits,
+                holders: l.holders.clone(),
+                waiters: l.waiters.iter().cloned().collect(),
+            })
+            .unwrap_or_default()
+    }
+
+    /// Up to `limit` locks whose names start with `prefix`, after `after`
+    /// (exclusive), in name order.
+    pub fn list(&self, prefix: &str, after: &str, limit: usize) -> Vec<LockSummary> {
+        let start = if after.is_empty() || after < prefix {
+            Bound::Included(prefix.to_owned())
+        } else {
+            Bound::Excluded(after.to_owned())
+        };
+        self.locks
+            .range((start, Bound::Unbounded))
+            .take_while(|(name, _)| name.starts_with(prefix))
+            .take(limit)
+            .map(|(name, l)| LockSummary {
+                name: name.clone(),
+                holders: l.holders.clone(),
+                waiters: l.waiters.len(),
+            })
+            .collect()
+    }
+
+    /// Whether `token` is held by a current holder of `name`.
+    pub fn validate(&self, name: &str, token: FencingToken) -> Validation {
+        match self.locks.get(name) {
+            Some(l) => Validation {
+                valid: l.holders.iter().any(|h| h.token == token),
+                current_token: l.current_token(),
+            },
+            None => Validation {
+                valid: false,
+                current_token: 0,
+            },
+        }
+    }
+
+    /// A live session.
+    pub fn session(&self, id: SessionId) -> Option<&Session> {
+        self.sessions.get(&id)
+    }
+
+    /// All live sessions, by id.
+    pub fn sessions(&self) -> impl Iterator<Item = &Session> {
+        self.sessions.values()
+    }
+
+    /// All locks with a holder, by name.
+    pub fn locks(&self) -> impl Iterator<Item = (&str, &LockState)> {
+        self.locks.iter().map(|(n, l)| (n.as_str(), l))
+    }
+
+    /// Live sessions, locks held or waited for, and queued waiters.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let waiters = self.locks.values().map(|l| l.waiters.len()).sum();
+        (self.sessions.len(), self.locks.len(), waiters)
+    }
+}

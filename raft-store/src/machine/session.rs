@@ -1,0 +1,116 @@
+//! CreateSession, CloseSession and ExpireSessions. Ending a session releases
+//! every lock it holds and cancels every wait it queued in the same entry,
+//! and only then grants the waiters this frees, so no grant goes to a
+//! session that ends in the same entry.
+
+use super::error::LeaseError;
+use super::outcome::{Event, Reply};
+use super::types::{EndReason, LogIndex, Session, SessionId, WaitEnd};
+use super::{validate, LeaseMachine};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+impl LeaseMachine {
+    pub(super) fn create_session(
+        &mut self,
+        ttl_ms: u64,
+        client_name: &str,
+        index: LogIndex,
+        at_ms: u64,
+    ) -> Result<Reply, LeaseError> {
+        validate::ttl(ttl_ms)?;
+        validate::client_name(client_name)?;
+        self.sessions.insert(
+            index,
+            Session {
+                id: index,
+                ttl_ms,
+                client_name: client_name.to_owned(),
+                created_at_ms: at_ms,
+                held: BTreeMap::new(),
+                waiting: BTreeMap::new(),
+                finished: VecDeque::new(),
+            },
+        );
+        Ok(Reply::SessionCreated {
+            session: index,
+            ttl_ms,
+        })
+    }
+
+    pub(super) fn close_session(
+        &mut self,
+        session: SessionId,
+        index: LogIndex,
+        at_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<Reply, LeaseError> {
+        let Some(s) = self.sessions.get(&session) else {
+            return Err(LeaseError::SessionNotFound(session));
+        };
+        let released: Vec<String> = s.held.keys().cloned().collect();
+        self.end_sessions(&[session], EndReason::Closed, index, at_ms, events);
+        Ok(Reply::SessionClosed { released })
+    }
+
+    pub(super) fn expire_sessions(
+        &mut self,
+        sessions: &[SessionId],
+        index: LogIndex,
+        at_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Reply {
+        let expired = self.end_sessions(sessions, EndReason::Expired, index, at_ms, events);
+        Reply::SessionsExpired { expired }
+    }
+
+    fn end_sessions(
+        &mut self,
+        ids: &[SessionId],
+        reason: EndReason,
+        index: LogIndex,
+        at_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Vec<SessionId> {
+        let mut ended = Vec::new();
+        let mut touched = BTreeSet::new();
+        for id in ids {
+            let Some(s) = self.sessions.remove(id) else {
+                continue;
+            };
+            for name in s.held.keys() {
+                if let Some(lock) = self.locks.get_mut(name) {
+                    if let Some(g) = lock.remove_holder(s.id) {
+                        events.push(Event::Released {
+                            name: name.clone(),
+                            session: s.id,
+                            token: g.token,
+                        });
+                    }
+                }
+                touched.insert(name.clone());
+            }
+            for (name, request_id) in &s.waiting {
+                if let Some(lock) = self.locks.get_mut(name) {
+                    if lock.remove_waiter(s.id).is_some() {
+                        events.push(Event::WaitEnded {
+                            name: name.clone(),
+                            session: s.id,
+                            request_id: *request_id,
+                            reason: WaitEnd::SessionEnded,
+                        });
+                    }
+                }
+                touched.insert(name.clone());
+            }
+            events.push(Event::SessionEnded {
+                session: s.id,
+                reason,
+            });
+            ended.push(s.id);
+        }
+        for name in touched {
+            self.grant_waiters(&name, index, at_ms, events);
+        }
+        ended
+    }
+}

@@ -1,0 +1,138 @@
+//! The nouns of the lease state machine.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A Raft log index.
+pub type LogIndex = u64;
+/// A session id: the log index of the entry that created the session.
+pub type SessionId = u64;
+/// A fencing token: the log index of the entry whose application produced a
+/// grant. Exclusive tokens of one lock strictly increase in grant order.
+pub type FencingToken = u64;
+
+/// Chosen by the client once per logical acquisition and reused by its
+/// retries, so that a retry finds the grant or wait it already has.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RequestId(pub u128);
+
+impl RequestId {
+    /// Reads a request id from its 16-byte wire form.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let arr: [u8; 16] = bytes.try_into().ok()?;
+        Some(Self(u128::from_be_bytes(arr)))
+    }
+
+    /// The 16-byte wire form.
+    pub fn to_bytes(self) -> [u8; 16] {
+        self.0.to_be_bytes()
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+/// How a lock is held.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Mode {
+    /// The only holder.
+    Exclusive,
+    /// One of up to `permits` holders, never beside an exclusive one.
+    Shared,
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::Exclusive => "x",
+            Mode::Shared => "s",
+        })
+    }
+}
+
+/// A lock held by a session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    /// Lock name.
+    pub name: String,
+    /// The holding session.
+    pub session: SessionId,
+    /// The acquisition that produced this grant.
+    pub request_id: RequestId,
+    /// How it is held.
+    pub mode: Mode,
+    /// Fencing token.
+    pub token: FencingToken,
+    /// Leader's wall clock when the granting entry was proposed (Unix ms).
+    pub granted_at_ms: u64,
+    /// Opaque bytes from the holder (an election's value).
+    pub metadata: Vec<u8>,
+}
+
+/// A queued acquisition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Waiter {
+    /// The waiting session.
+    pub session: SessionId,
+    /// The acquisition waiting.
+    pub request_id: RequestId,
+    /// Requested mode.
+    pub mode: Mode,
+    /// Leader's wall clock when queued (Unix ms).
+    pub enqueued_at_ms: u64,
+    /// How long it may wait; the leader cancels it with `CancelWait` after.
+    pub timeout_ms: u64,
+    /// Metadata to store with the grant.
+    pub metadata: Vec<u8>,
+}
+
+/// A session as the state machine knows it. Deadlines are not here: they
+/// live on the leader's monotonic clock, outside the replicated state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    /// Session id.
+    pub id: SessionId,
+    /// Time to live without keep-alives, in ms.
+    pub ttl_ms: u64,
+    /// Free text naming the client.
+    pub client_name: String,
+    /// Leader's wall clock at creation (Unix ms).
+    pub created_at_ms: u64,
+    /// Locks held, by name, with the acquisition that holds each.
+    pub held: std::collections::BTreeMap<String, RequestId>,
+    /// Locks waited for, by name, with the waiting acquisition.
+    pub waiting: std::collections::BTreeMap<String, RequestId>,
+    /// Recently finished acquisitions, oldest first, bounded by
+    /// [`raftlock_proto::limits::FINISHED_REQUESTS_PER_SESSION`].
+    pub finished: std::collections::VecDeque<(RequestId, Finished)>,
+}
+
+/// How an acquisition ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Finished {
+    /// It was granted and later released with this token.
+    Released(FencingToken),
+    /// Its wait was cancelled (timed out) before a grant.
+    WaitCancelled,
+}
+
+/// Why a session ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EndReason {
+    /// The client closed it.
+    Closed,
+    /// The leader expired it.
+    Expired,
+}
+
+/// Why a wait ended without a grant.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WaitEnd {
+    /// Cancelled (its deadline passed, or the client gave up).
+    Cancelled,
+    /// Its session ended.
+    SessionEnded,
+}

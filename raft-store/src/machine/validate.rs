@@ -1,0 +1,76 @@
+//! Checks of command arguments against [`raftlock_proto::limits`]. The edge
+//! (gRPC) runs the same checks first for a quick answer; these make the
+//! state machine safe even from a log entry that skipped them.
+
+use super::error::LeaseError;
+use raftlock_proto::limits;
+
+pub(crate) fn name(name: &str) -> Result<(), LeaseError> {
+    let reason = if name.is_empty() {
+        "must not be empty".to_owned()
+    } else if name.len() > limits::MAX_NAME_LEN {
+        format!(
+            "{} bytes is longer than the limit of {}",
+            name.len(),
+            limits::MAX_NAME_LEN
+        )
+    } else if name.chars().any(char::is_control) {
+        "must not contain control characters".to_owned()
+    } else {
+        return Ok(());
+    };
+    Err(LeaseError::InvalidName { reason })
+}
+
+pub(crate) fn ttl(ttl_ms: u64) -> Result<(), LeaseError> {
+    if (limits::MIN_TTL_MS..=limits::MAX_TTL_MS).contains(&ttl_ms) {
+        Ok(())
+    } else {
+        Err(LeaseError::TtlOutOfRange {
+            ttl_ms,
+            min_ms: limits::MIN_TTL_MS,
+            max_ms: limits::MAX_TTL_MS,
+        })
+    }
+}
+
+pub(crate) fn metadata(what: &str, bytes: &[u8]) -> Result<(), LeaseError> {
+    if bytes.len() > limits::MAX_METADATA_LEN {
+        return Err(LeaseError::InvalidArgument(format!(
+            "{what} is {} bytes, more than the limit of {}",
+            bytes.len(),
+            limits::MAX_METADATA_LEN
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn client_name(name: &str) -> Result<(), LeaseError> {
+    if name.len() > limits::MAX_CLIENT_NAME_LEN {
+        return Err(LeaseError::InvalidArgument(format!(
+            "client name is {} bytes, more than the limit of {}",
+            name.len(),
+            limits::MAX_CLIENT_NAME_LEN
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn wait(wait_ms: Option<u64>) -> Result<(), LeaseError> {
+    match wait_ms {
+        Some(ms) if ms > limits::MAX_WAIT_MS => Err(LeaseError::InvalidArgument(format!(
+            "wait of {ms} ms is longer than the limit of {} ms",
+            limits::MAX_WAIT_MS
+        ))),
+        _ => Ok(()),
+    }
+}
+
+pub(crate) fn permits(permits: Option<u32>) -> Result<(), LeaseError> {
+    if permits == Some(0) {
+        return Err(LeaseError::InvalidArgument(
+            "permits must be at least 1".to_owned(),
+        ));
+    }
+    Ok(())
+}
