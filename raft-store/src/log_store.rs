@@ -1,0 +1,300 @@
+//! The Raft log on sled: entries in the `log` tree keyed by big-endian
+//! index (so key order is index order), vote / committed / last-purged in
+//! the `meta` tree.
+//!
+//! Durability is the point of a Raft log: an entry acknowledged as appended
+//! may already count towards a commit, so it must survive a power cut.
+//! sled 0.34's `flush` writes its buffers with `sync_file_range`, which
+//! neither flushes the drive's cache nor covers file metadata, so a flush
+//! alone is not durable. Every flush here is followed by `fdatasync` of
+//! sled's data file. Both happen on one flusher thread that takes every
+//! request waiting at that moment, does one flush + fdatasync for all of
+//! them, and completes their callbacks in order: group commit, so many
+//! appends share one fsync under load.
+
+use crate::types::{Entry, LogId, NodeId, StorageError, TypeConfig};
+use openraft::storage::{LogFlushed, RaftLogStorage};
+use openraft::{LogState, OptionalSend, RaftLogReader, StorageIOError, Vote};
+use std::fmt::Debug;
+use std::fs::File;
+use std::io;
+use std::ops::{Bound, RangeBounds};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+
+const VOTE: &[u8] = b"vote";
+const COMMITTED: &[u8] = b"committed";
+const LAST_PURGED: &[u8] = b"last_purged";
+
+/// The sled-backed openraft log. Cheap to clone: clones share one database
+/// and one flusher.
+#[derive(Clone)]
+pub struct LogStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    log: sled::Tree,
+    meta: sled::Tree,
+    flusher: mpsc::Sender<Waiting>,
+    stats: Arc<FlushStats>,
+}
+
+/// Counters that explain log write throughput.
+#[derive(Debug, Default)]
+pub struct FlushStats {
+    /// flush + fdatasync rounds done.
+    pub fsyncs: AtomicU64,
+    /// Append batches (and vote saves) made durable by those rounds.
+    pub batches: AtomicU64,
+    /// Entries made durable.
+    pub entries: AtomicU64,
+}
+
+/// Something waiting for the next flush.
+enum Waiting {
+    Append(LogFlushed<TypeConfig>, u64),
+    Notify(tokio::sync::oneshot::Sender<io::Result<()>>),
+}
+
+impl LogStore {
+    /// Opens the log in `db`, whose data file is `db_file`.
+    pub fn open(db: &sled::Db, db_file: &Path) -> Result<Self, StorageError> {
+        let log = db
+            .open_tree("log")
+            .map_err(|e| StorageIOError::read_logs(&e))?;
+        let meta = db
+            .open_tree("meta")
+            .map_err(|e| StorageIOError::read_logs(&e))?;
+        let stats = Arc::new(FlushStats::default());
+        let (tx, rx) = mpsc::channel();
+        let file = File::open(db_file).map_err(|e| StorageIOError::read_logs(&e))?;
+        let flusher_db = db.clone();
+        let flusher_stats = stats.clone();
+        std::thread::Builder::new()
+            .name("raftlock-log-flusher".into())
+            .spawn(move || flusher(flusher_db, file, rx, flusher_stats))
+            .map_err(|e| StorageIOError::write_logs(&e))?;
+        Ok(LogStore {
+            inner: Arc::new(Inner {
+                log,
+                meta,
+                flusher: tx,
+                stats,
+            }),
+        })
+    }
+
+    /// Write-path counters.
+    pub fn stats(&self) -> Arc<FlushStats> {
+        self.inner.stats.clone()
+    }
+
+    /// Waits until everything written so far is on disk.
+    async fn durable(&self) -> io::Result<()> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.inner
+            .flusher
+            .send(Waiting::Notify(tx))
+            .map_err(|_| io::Error::other("log flusher stopped"))?;
+        rx.await
+            .map_err(|_| io::Error::other("log flusher stopped"))?
+    }
+
+    fn read_meta<T: serde::de::DeserializeOwned>(
+        &self,
+        key: &[u8],
+    ) -> Result<Option<T>, StorageError> {
+        let Some(bytes) = self
+            .inner
+            .meta
+            .get(key)
+            .map_err(|e| StorageIOError::read(&e))?
+        else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| StorageIOError::read(&e).into())
+    }
+
+    fn write_meta<T: serde::Serialize>(&self, key: &[u8], value: &T) -> Result<(), StorageError> {
+        let bytes = serde_json::to_vec(value).map_err(|e| StorageIOError::write(&e))?;
+        self.inner
+            .meta
+            .insert(key, bytes)
+            .map_err(|e| StorageIOError::write(&e))?;
+        Ok(())
+    }
+}
+
+/// The flusher thread: one flush + fdatasync per batch of waiting requests.
+fn flusher(db: sled::Db, file: File, rx: mpsc::Receiver<Waiting>, stats: Arc<FlushStats>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        batch.extend(rx.try_iter());
+        let result = db
+            .flush()
+            .map_err(io::Error::other)
+            .and_then(|_| file.sync_data());
+        stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+        stats
+            .batches
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        for waiting in batch {
+            let result = match &result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+            };
+            match waiting {
+                Waiting::Append(callback, entries) => {
+                    stats.entries.fetch_add(entries, Ordering::Relaxed);
+                    callback.log_io_completed(result);
+                }
+                Waiting::Notify(tx) => {
+                    let _ = tx.send(result);
+                }
+            }
+        }
+    }
+}
+
+fn key(index: u64) -> [u8; 8] {
+    index.to_be_bytes()
+}
+
+fn decode(bytes: &[u8]) -> Result<Entry, StorageError> {
+    serde_json::from_slice(bytes).map_err(|e| StorageIOError::read_logs(&e).into())
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError> {
+        let start = match range.start_bound() {
+            Bound::Included(i) => Bound::Included(key(*i)),
+            Bound::Excluded(i) => Bound::Excluded(key(*i)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(i) => Bound::Included(key(*i)),
+            Bound::Excluded(i) => Bound::Excluded(key(*i)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        self.inner
+            .log
+            .range::<[u8; 8], _>((start, end))
+            .map(|kv| {
+                let (_, v) = kv.map_err(|e| StorageIOError::read_logs(&e))?;
+                decode(&v)
+            })
+            .collect()
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = LogStore;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
+        let last_purged_log_id: Option<LogId> = self.read_meta(LAST_PURGED)?;
+        let last = self
+            .inner
+            .log
+            .last()
+            .map_err(|e| StorageIOError::read_logs(&e))?
+            .map(|(_, v)| decode(&v))
+            .transpose()?
+            .map(|e| e.log_id);
+        Ok(LogState {
+            last_purged_log_id,
+            last_log_id: last.or(last_purged_log_id),
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError> {
+        self.write_meta(VOTE, vote)?;
+        // A vote must be on disk before it is sent: forgetting it after a
+        // crash would let this node vote twice in one term.
+        self.durable()
+            .await
+            .map_err(|e| StorageIOError::write_vote(&e).into())
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError> {
+        self.read_meta(VOTE)
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
+        // Not fsynced on its own: losing it only means re-applying from the
+        // snapshot up to a commit point the cluster will confirm again.
+        self.write_meta(COMMITTED, &committed)
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
+        Ok(self.read_meta::<Option<LogId>>(COMMITTED)?.flatten())
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), StorageError>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let mut batch = sled::Batch::default();
+        let mut count = 0u64;
+        for entry in entries {
+            let bytes = serde_json::to_vec(&entry).map_err(|e| StorageIOError::write_logs(&e))?;
+            batch.insert(&key(entry.log_id.index), bytes);
+            count += 1;
+        }
+        self.inner
+            .log
+            .apply_batch(batch)
+            .map_err(|e| StorageIOError::write_logs(&e))?;
+        self.inner
+            .flusher
+            .send(Waiting::Append(callback, count))
+            .map_err(|_| StorageIOError::write_logs(&io::Error::other("log flusher stopped")))?;
+        Ok(())
+    }
+
+    async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        let mut batch = sled::Batch::default();
+        for kv in self.inner.log.range(key(log_id.index)..) {
+            let (k, _) = kv.map_err(|e| StorageIOError::write_logs(&e))?;
+            batch.remove(k);
+        }
+        self.inner
+            .log
+            .apply_batch(batch)
+            .map_err(|e| StorageIOError::write_logs(&e))?;
+        self.durable()
+            .await
+            .map_err(|e| StorageIOError::write_logs(&e).into())
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        // Record the purge point first: a crash between the two steps then
+        // leaves extra entries below it, which are ignored, never a hole.
+        self.write_meta(LAST_PURGED, &log_id)?;
+        let mut batch = sled::Batch::default();
+        for kv in self.inner.log.range(..=key(log_id.index)) {
+            let (k, _) = kv.map_err(|e| StorageIOError::write_logs(&e))?;
+            batch.remove(k);
+        }
+        self.inner
+            .log
+            .apply_batch(batch)
+            .map_err(|e| StorageIOError::write_logs(&e))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,276 @@
+//! The openraft state machine: a thin adapter that feeds committed entries
+//! to [`LeaseMachine`] and keeps its snapshot on disk.
+//!
+//! The lease state lives in memory and is persisted by snapshots: on
+//! restart the node loads the latest snapshot and openraft re-applies the
+//! durable log after it up to the saved commit point, so every committed
+//! grant comes back and no token is reissued (tokens are log indexes, and
+//! the log only grows).
+
+use crate::data_dir::write_durably;
+use crate::machine::{Command, LeaseMachine, Outcome};
+use crate::types::{Applied, Entry, LogId, NodeId, NodeInfo, StorageError, TypeConfig};
+use openraft::storage::{RaftStateMachine, Snapshot};
+use openraft::{
+    EntryPayload, OptionalSend, RaftSnapshotBuilder, SnapshotMeta, StorageIOError, StoredMembership,
+};
+use serde::{Deserialize, Serialize};
+use std::io::Cursor;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+use tokio::sync::broadcast;
+
+/// The applied state: the lease machine plus what openraft needs to know
+/// about how far it got.
+#[derive(Clone, Debug, Default)]
+pub struct AppliedState {
+    /// Sessions and locks.
+    pub machine: LeaseMachine,
+    /// The last entry applied.
+    pub last_applied: Option<LogId>,
+    /// The last membership applied.
+    pub last_membership: StoredMembership<NodeId, NodeInfo>,
+}
+
+/// A change of the applied state, published to whoever watches (waiting
+/// acquisitions, the lease driver, election observers).
+#[derive(Clone, Debug)]
+pub enum Change {
+    /// One normal entry was applied.
+    Applied {
+        /// Its log index.
+        index: u64,
+        /// Its command.
+        command: Command,
+        /// What applying it produced.
+        outcome: Outcome,
+    },
+    /// The state was replaced by a snapshot: watchers must re-read it.
+    Restored,
+}
+
+/// The state shared between the state machine and the node's readers.
+#[derive(Debug)]
+pub struct SharedState {
+    state: RwLock<AppliedState>,
+    changes: broadcast::Sender<Arc<Change>>,
+}
+
+impl SharedState {
+    /// Reads the applied state. A std lock: nothing awaits while holding it.
+    pub fn read(&self) -> RwLockReadGuard<'_, AppliedState> {
+        self.state.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Subscribes to changes from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
+        self.changes.subscribe()
+    }
+
+    fn publish(&self, change: Change) {
+        // No receivers is normal (nobody waiting): not an error.
+        let _ = self.changes.send(Arc::new(change));
+    }
+}
+
+/// The snapshot file: a JSON header line, then the machine's bytes.
+#[derive(Serialize, Deserialize)]
+struct SnapshotHeader {
+    meta: SnapshotMeta<NodeId, NodeInfo>,
+}
+
+/// The openraft state machine over [`LeaseMachine`].
+#[derive(Clone)]
+pub struct StateMachineStore {
+    shared: Arc<SharedState>,
+    snapshot_file: PathBuf,
+    snapshot_seq: Arc<AtomicU64>,
+}
+
+impl StateMachineStore {
+    /// Opens the state machine, restoring the snapshot in `snapshot_file` if
+    /// there is one.
+    pub fn open(snapshot_file: PathBuf) -> Result<Self, StorageError> {
+        let mut state = AppliedState::default();
+        if let Some((meta, data)) = read_snapshot_file(&snapshot_file)? {
+            state.machine = LeaseMachine::from_snapshot(&data)
+                .map_err(|e| StorageIOError::read_snapshot(None, &e))?;
+            state.last_applied = meta.last_log_id;
+            state.last_membership = meta.last_membership;
+        }
+        let (changes, _) = broadcast::channel(4096);
+        Ok(StateMachineStore {
+            shared: Arc::new(SharedState {
+                state: RwLock::new(state),
+                changes,
+            }),
+            snapshot_file,
+            snapshot_seq: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// The state, for readers outside openraft.
+    pub fn shared(&self) -> Arc<SharedState> {
+        self.shared.clone()
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, AppliedState> {
+        self.shared.state.write().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn read_snapshot_file(
+    path: &PathBuf,
+) -> Result<Option<(SnapshotMeta<NodeId, NodeInfo>, Vec<u8>)>, StorageError> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StorageIOError::read_snapshot(None, &e).into()),
+    };
+    let split = bytes.iter().position(|b| *b == b'\n').ok_or_else(|| {
+        StorageIOError::read_snapshot(
+            None,
+            &std::io::Error::other(format!("{}: no snapshot header", path.display())),
+        )
+    })?;
+    let header: SnapshotHeader = serde_json::from_slice(&bytes[..split])
+        .map_err(|e| StorageIOError::read_snapshot(None, &e))?;
+    Ok(Some((header.meta, bytes[split + 1..].to_vec())))
+}
+
+fn write_snapshot_file(
+    path: &PathBuf,
+    meta: &SnapshotMeta<NodeId, NodeInfo>,
+    data: &[u8],
+) -> Result<(), StorageError> {
+    let mut bytes = serde_json::to_vec(&SnapshotHeader { meta: meta.clone() })
+        .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e))?;
+    bytes.push(b'\n');
+    bytes.extend_from_slice(data);
+    write_durably(path, &bytes)
+        .map_err(|e| StorageIOError::write_snapshot(Some(meta.signature()), &e).into())
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
+        let (data, last_applied, last_membership) = {
+            let state = self.shared.read();
+            (
+                state.machine.to_snapshot(),
+                state.last_applied,
+                state.last_membership.clone(),
+            )
+        };
+        let seq = self.snapshot_seq.fetch_add(1, Ordering::Relaxed);
+        let snapshot_id = match last_applied {
+            Some(l) => format!("{}-{}-{seq}", l.leader_id, l.index),
+            None => format!("none-{seq}"),
+        };
+        let meta = SnapshotMeta {
+            last_log_id: last_applied,
+            last_membership,
+            snapshot_id,
+        };
+        let path = self.snapshot_file.clone();
+        let (meta, data) = tokio::task::spawn_blocking(move || {
+            write_snapshot_file(&path, &meta, &data).map(|_| (meta, data))
+        })
+        .await
+        .map_err(|e| StorageIOError::write_snapshot(None, &e))??;
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(data)),
+        })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachineStore {
+    type SnapshotBuilder = Self;
+
+    async fn applied_state(
+        &mut self,
+    ) -> Result<(Option<LogId>, StoredMembership<NodeId, NodeInfo>), StorageError> {
+        let state = self.shared.read();
+        Ok((state.last_applied, state.last_membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Applied>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let mut replies = Vec::new();
+        let mut changes = Vec::new();
+        {
+            let mut state = self.write();
+            for entry in entries {
+                let index = entry.log_id.index;
+                state.last_applied = Some(entry.log_id);
+                let outcome = match entry.payload {
+                    EntryPayload::Blank => None,
+                    EntryPayload::Membership(m) => {
+                        state.last_membership = StoredMembership::new(Some(entry.log_id), m);
+                        None
+                    }
+                    EntryPayload::Normal(p) => {
+                        let outcome = state.machine.apply(&p.command, index, p.at_ms);
+                        changes.push(Change::Applied {
+                            index,
+                            command: p.command,
+                            outcome: outcome.clone(),
+                        });
+                        Some(outcome)
+                    }
+                };
+                replies.push(Applied { index, outcome });
+            }
+        }
+        for c in changes {
+            self.shared.publish(c);
+        }
+        Ok(replies)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta<NodeId, NodeInfo>,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError> {
+        let data = snapshot.into_inner();
+        let machine = LeaseMachine::from_snapshot(&data)
+            .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &e))?;
+        let path = self.snapshot_file.clone();
+        let file_meta = meta.clone();
+        tokio::task::spawn_blocking(move || write_snapshot_file(&path, &file_meta, &data))
+            .await
+            .map_err(|e| StorageIOError::write_snapshot(None, &e))??;
+        {
+            let mut state = self.write();
+            state.machine = machine;
+            state.last_applied = meta.last_log_id;
+            state.last_membership = meta.last_membership.clone();
+        }
+        self.shared.publish(Change::Restored);
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
+        let path = self.snapshot_file.clone();
+        let read = tokio::task::spawn_blocking(move || read_snapshot_file(&path))
+            .await
+            .map_err(|e| StorageIOError::read_snapshot(None, &e))??;
+        Ok(read.map(|(meta, data)| Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(data)),
+        }))
+    }
+}
