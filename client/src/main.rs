@@ -1,1 +1,5 @@
-fn main() {}
+//! `raftlock`: the command-line client.
+
+fn main() {
+    println!("raftlock CLI");
+}

@@ -15,6 +15,9 @@
 //! # drop(log); }
 //! ```
 #![deny(missing_docs)]
+// openraft's storage traits fix the error type (`StorageError`, ~224 bytes);
+// boxing it in our helpers would only add conversions at every trait method.
+#![allow(clippy::result_large_err)]
 
 pub mod data_dir;
 pub mod log_store;

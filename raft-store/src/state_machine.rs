@@ -16,7 +16,7 @@ use openraft::{
 };
 use serde::{Deserialize, Serialize};
 use std::io::Cursor;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 use tokio::sync::broadcast;
@@ -35,6 +35,8 @@ pub struct AppliedState {
 
 /// A change of the applied state, published to whoever watches (waiting
 /// acquisitions, the lease driver, election observers).
+// Always sent inside an `Arc`, so the variants' size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum Change {
     /// One normal entry was applied.
@@ -120,9 +122,10 @@ impl StateMachineStore {
     }
 }
 
-fn read_snapshot_file(
-    path: &PathBuf,
-) -> Result<Option<(SnapshotMeta<NodeId, NodeInfo>, Vec<u8>)>, StorageError> {
+/// A snapshot's metadata and the machine's bytes.
+type StoredSnapshot = (SnapshotMeta<NodeId, NodeInfo>, Vec<u8>);
+
+fn read_snapshot_file(path: &Path) -> Result<Option<StoredSnapshot>, StorageError> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -140,7 +143,7 @@ fn read_snapshot_file(
 }
 
 fn write_snapshot_file(
-    path: &PathBuf,
+    path: &Path,
     meta: &SnapshotMeta<NodeId, NodeInfo>,
     data: &[u8],
 ) -> Result<(), StorageError> {

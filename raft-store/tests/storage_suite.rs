@@ -23,6 +23,8 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, TempDir> for SledStor
 }
 
 #[test]
-fn openraft_storage_suite_passes() -> Result<(), StorageError> {
-    Suite::test_all(SledStoreBuilder)
+fn openraft_storage_suite_passes() {
+    if let Err(e) = Suite::test_all(SledStoreBuilder) {
+        panic!("storage suite failed: {e}");
+    }
 }

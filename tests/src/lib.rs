@@ -1,1 +1,349 @@
-//! placeholder
+//! Fixtures for tests that start real `raftlockd` processes: free loopback
+//! ports, a temporary directory per cluster, and cleanup that kills only the
+//! processes the fixture started (by PID), even when a test panics.
+
+use raftlock_client::Client;
+use raftlock_proto::v1::cluster_client::ClusterClient;
+use raftlock_proto::v1::StatusRequest;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Path of a workspace binary built alongside the tests (`cargo test
+/// --workspace` builds the binaries of packages that have integration tests,
+/// which `raftlockd` and `raftlock` do).
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(|p| p.parent())
+        .expect("test executable lives in target/<profile>/deps");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} not found: run the tests with `cargo test --workspace` (which builds it)",
+        path.display()
+    );
+    path
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// One node of a test cluster.
+pub struct TestNode {
+    /// Node id.
+    pub id: u64,
+    /// Client address.
+    pub client_addr: String,
+    /// Peer address.
+    pub peer_addr: String,
+    data_dir: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+/// A cluster of real `raftlockd` processes on loopback.
+pub struct Cluster {
+    /// Nodes by position (id = position + 1).
+    pub nodes: Vec<TestNode>,
+    initial: String,
+    dir: tempfile::TempDir,
+    // One cluster at a time per test binary: two clusters sharing two cores
+    // would turn timing assertions into tests of the scheduler.
+    _serial: std::sync::MutexGuard<'static, ()>,
+}
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+impl Cluster {
+    /// Starts `n` nodes and waits for a leader.
+    pub async fn start(n: u64) -> Cluster {
+        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = tempfile::Builder::new()
+            .prefix("raftlock-test-")
+            .tempdir()
+            .expect("temp dir");
+        let mut nodes = Vec::new();
+        for id in 1..=n {
+            nodes.push(TestNode {
+                id,
+                client_addr: format!("127.0.0.1:{}", free_port()),
+                peer_addr: format!("127.0.0.1:{}", free_port()),
+                data_dir: dir.path().join(format!("node-{id}")),
+                log: dir.path().join(format!("node-{id}.log")),
+                child: None,
+            });
+        }
+        let initial = nodes
+            .iter()
+            .map(|n| format!("{}={}/{}", n.id, n.peer_addr, n.client_addr))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut cluster = Cluster {
+            nodes,
+            initial,
+            dir,
+            _serial: serial,
+        };
+        for id in 1..=n {
+            cluster.start_node(id);
+        }
+        cluster.wait_for_leader(Duration::from_secs(20)).await;
+        cluster
+    }
+
+    fn node(&mut self, id: u64) -> &mut TestNode {
+        &mut self.nodes[(id - 1) as usize]
+    }
+
+    /// (Re)starts node `id` from its data dir.
+    pub fn start_node(&mut self, id: u64) {
+        let initial = self.initial.clone();
+        let node = self.node(id);
+        assert!(node.child.is_none(), "node {id} already running");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&node.log)
+            .expect("log file");
+        let child = Command::new(binary("raftlockd"))
+            .arg("--id")
+            .arg(id.to_string())
+            .arg("--data-dir")
+            .arg(&node.data_dir)
+            .arg("--listen-client")
+            .arg(&node.client_addr)
+            .arg("--listen-peer")
+            .arg(&node.peer_addr)
+            .arg("--initial-cluster")
+            .arg(&initial)
+            .env("RUST_LOG", "info,openraft=warn")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log file"))
+            .stderr(log)
+            .spawn()
+            .expect("raftlockd starts");
+        node.child = Some(child);
+    }
+
+    fn signal(&mut self, id: u64, sig: libc::c_int) {
+        if let Some(child) = &self.node(id).child {
+            // Only ever a PID this fixture spawned.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, sig);
+            }
+        }
+    }
+
+    /// `kill -9` node `id`.
+    pub fn kill(&mut self, id: u64) {
+        self.signal(id, libc::SIGKILL);
+        if let Some(mut c) = self.node(id).child.take() {
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM node `id` and wait for it to exit; returns whether it exited 0.
+    pub fn terminate(&mut self, id: u64) -> bool {
+        self.signal(id, libc::SIGTERM);
+        let Some(mut c) = self.node(id).child.take() else {
+            return false;
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match c.try_wait() {
+                Ok(Some(status)) => return status.success(),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                _ => {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// SIGSTOP node `id`.
+    pub fn pause(&mut self, id: u64) {
+        self.signal(id, libc::SIGSTOP);
+    }
+
+    /// SIGCONT node `id`.
+    pub fn resume(&mut self, id: u64) {
+        self.signal(id, libc::SIGCONT);
+    }
+
+    /// Client endpoints of all nodes.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.client_addr.clone()).collect()
+    }
+
+    /// A client that knows every node.
+    pub async fn client(&self) -> Client {
+        Client::connect(self.endpoints())
+            .await
+            .expect("client connects")
+    }
+
+    /// The id of the node that says it leads, asking running nodes only.
+    pub async fn leader(&self) -> Option<u64> {
+        for n in &self.nodes {
+            if n.child.is_none() {
+                continue;
+            }
+            let Ok(mut c) = ClusterClient::connect(format!("http://{}", n.client_addr)).await
+            else {
+                continue;
+            };
+            let mut req = tonic::Request::new(StatusRequest::default());
+            req.set_timeout(Duration::from_millis(500));
+            if let Ok(s) = c.status(req).await {
+                let s = s.into_inner();
+                if s.leader_id == s.node_id && s.role == raftlock_proto::v1::Role::Leader as i32 {
+                    return Some(s.node_id);
+                }
+            }
+        }
+        None
+    }
+
+    /// Waits until some running node leads.
+    pub async fn wait_for_leader(&self, within: Duration) -> u64 {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(l) = self.leader().await {
+                return l;
+            }
+            if Instant::now() > deadline {
+                panic!("no leader within {within:?}; logs:\n{}", self.logs());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until a running node other than `old` leads.
+    pub async fn wait_for_new_leader(&self, old: u64, within: Duration) -> u64 {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(l) = self.leader().await {
+                if l != old {
+                    return l;
+                }
+            }
+            if Instant::now() > deadline {
+                panic!("no new leader within {within:?}; logs:\n{}", self.logs());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The tail of every node's log, for failure messages.
+    pub fn logs(&self) -> String {
+        let mut out = String::new();
+        for n in &self.nodes {
+            let text = std::fs::read_to_string(&n.log).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(30)..];
+            out.push_str(&format!("--- node {} ---\n{}\n", n.id, tail.join("\n")));
+        }
+        out
+    }
+
+    /// The full log of node `id`.
+    pub fn log_of(&self, id: u64) -> String {
+        std::fs::read_to_string(&self.nodes[(id - 1) as usize].log).unwrap_or_default()
+    }
+
+    /// The cluster's temporary directory.
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for n in &mut self.nodes {
+            if let Some(mut c) = n.child.take() {
+                // Resume first: a stopped process cannot act on SIGKILL's
+                // exit path until it runs.
+                unsafe {
+                    libc::kill(c.id() as libc::pid_t, libc::SIGCONT);
+                }
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
+
+/// Raw gRPC access for tests that must act as a misbehaving client (a
+/// session that never sends keep-alives) or read fields the library hides.
+pub mod raw {
+    use raftlock_proto::v1::*;
+    use raftlock_proto::v1::{lock_client::LockClient, session_client::SessionClient};
+
+    async fn channel(addr: &str) -> tonic::transport::Channel {
+        tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .expect("address")
+            .connect()
+            .await
+            .expect("connects")
+    }
+
+    /// Creates a session on `leader` and never keeps it alive.
+    pub async fn silent_session(leader: &str, ttl_ms: u64) -> u64 {
+        SessionClient::new(channel(leader).await)
+            .create(CreateSessionRequest {
+                ttl_ms,
+                client_name: "silent".into(),
+            })
+            .await
+            .expect("session created")
+            .into_inner()
+            .session_id
+    }
+
+    /// Acquires `name` for `session` (try-lock or wait).
+    pub async fn acquire(
+        leader: &str,
+        session: u64,
+        name: &str,
+        wait_ms: Option<u64>,
+    ) -> Result<AcquireResponse, tonic::Status> {
+        LockClient::new(channel(leader).await)
+            .acquire(AcquireRequest {
+                session_id: session,
+                name: name.into(),
+                request_id: uuid::Uuid::now_v7().as_bytes().to_vec(),
+                wait_timeout_ms: wait_ms,
+                ..Default::default()
+            })
+            .await
+            .map(|r| r.into_inner())
+    }
+
+    /// Releases and returns the grants the release made.
+    pub async fn release(
+        leader: &str,
+        session: u64,
+        name: &str,
+        token: u64,
+    ) -> Result<ReleaseResponse, tonic::Status> {
+        LockClient::new(channel(leader).await)
+            .release(ReleaseRequest {
+                session_id: session,
+                name: name.into(),
+                token,
+            })
+            .await
+            .map(|r| r.into_inner())
+    }
+}

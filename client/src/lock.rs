@@ -1,0 +1,324 @@
+//! Acquiring locks: a builder, then a guard that knows its fencing token and
+//! whether it still holds.
+
+use crate::client::grant_from;
+use crate::error::Error;
+use crate::session::Session;
+use crate::types::{Grant, Mode};
+use raftlock_proto::v1 as pb;
+use raftlock_proto::v1::lock_client::LockClient;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// An acquisition being set up; finish with [`LockBuilder::acquire`] or
+/// [`LockBuilder::try_acquire`].
+///
+/// ```no_run
+/// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+/// let readers = s.lock("reports/cache").shared().try_acquire().await?;
+/// let permit = s.lock("gpu-pool").permits(4).acquire().await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "an acquisition does nothing until acquire() or try_acquire() is awaited"]
+pub struct LockBuilder {
+    session: Session,
+    name: String,
+    mode: Mode,
+    permits: u32,
+    timeout: Option<Duration>,
+    metadata: Vec<u8>,
+}
+
+impl LockBuilder {
+    pub(crate) fn new(session: Session, name: String) -> Self {
+        LockBuilder {
+            session,
+            name,
+            mode: Mode::Exclusive,
+            permits: 0,
+            timeout: None,
+            metadata: Vec::new(),
+        }
+    }
+
+    /// Hold the lock shared (a read lock): any number of shared holders, no
+    /// exclusive one.
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// let g = s.lock("config").shared().acquire().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn shared(mut self) -> Self {
+        self.mode = Mode::Shared;
+        self
+    }
+
+    /// A counting semaphore: at most `n` holders at once (implies shared).
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// let g = s.lock("crawler-slots").permits(8).acquire().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn permits(mut self, n: u32) -> Self {
+        self.mode = Mode::Shared;
+        self.permits = n;
+        self
+    }
+
+    /// How long [`LockBuilder::acquire`] waits in the queue (default: the
+    /// server's maximum wait, one hour).
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// let g = s.lock("deploy").timeout(std::time::Duration::from_secs(30)).acquire().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn timeout(mut self, wait: Duration) -> Self {
+        self.timeout = Some(wait);
+        self
+    }
+
+    /// Bytes stored with the grant, visible to `describe` (at most 4 KiB).
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// let g = s.lock("deploy").metadata(b"host-7 pid 4242".to_vec()).acquire().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn metadata(mut self, metadata: impl Into<Vec<u8>>) -> Self {
+        self.metadata = metadata.into();
+        self
+    }
+
+    /// Waits in the lock's FIFO queue until granted, the timeout passes
+    /// ([`Error::WaitTimedOut`]), or the session ends.
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// let guard = s.lock("singleton-cron").acquire().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquire(self) -> Result<LockGuard, Error> {
+        let wait = self
+            .timeout
+            .unwrap_or(Duration::from_millis(raftlock_proto::limits::MAX_WAIT_MS));
+        match self.run(Some(wait)).await? {
+            Some(g) => Ok(g),
+            None => Err(Error::WaitTimedOut(String::new())),
+        }
+    }
+
+    /// Tries once: the guard if the lock was free (and nobody queued), or
+    /// `None` if it is taken.
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// match s.lock("nightly").try_acquire().await? {
+    ///     Some(guard) => { /* run the job */ guard.release().await?; }
+    ///     None => println!("another instance runs it"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_acquire(self) -> Result<Option<LockGuard>, Error> {
+        self.run(None).await
+    }
+
+    async fn run(self, wait: Option<Duration>) -> Result<Option<LockGuard>, Error> {
+        let session = self.session.clone();
+        let inner = &session.inner;
+        inner_valid(&session)?;
+        // One id for every retry of this acquisition: a retry finds the
+        // grant or the queue place the first attempt got.
+        let request_id = uuid::Uuid::now_v7().as_bytes().to_vec();
+        let started = Instant::now();
+        let client = &inner.client;
+        let opts = client.inner.options.clone();
+        let deadline = opts.deadline + wait.unwrap_or_default();
+        let name = self.name.clone();
+        let res = client
+            .retry(deadline, |ch, _| {
+                let left = wait.map(|w| w.saturating_sub(started.elapsed()));
+                let req = pb::AcquireRequest {
+                    session_id: inner.id,
+                    name: name.clone(),
+                    request_id: request_id.clone(),
+                    mode: match self.mode {
+                        Mode::Exclusive => pb::LockMode::Exclusive,
+                        Mode::Shared => pb::LockMode::Shared,
+                    } as i32,
+                    permits: self.permits,
+                    wait_timeout_ms: left.map(|l| l.as_millis() as u64),
+                    metadata: self.metadata.clone(),
+                };
+                async move {
+                    let mut req = tonic::Request::new(req);
+                    req.set_timeout(opts.attempt_timeout + left.unwrap_or_default());
+                    LockClient::new(ch).acquire(req).await
+                }
+            })
+            .await
+            .map_err(|s| Error::from_status(&s, Some(inner.id), Some(&name)))?
+            .into_inner();
+        match (resp_grant(res), wait) {
+            (Some(grant), _) => Ok(Some(LockGuard {
+                session,
+                grant,
+                released: AtomicBool::new(false),
+            })),
+            (None, None) => Ok(None),
+            (None, Some(_)) => Err(Error::WaitTimedOut(name)),
+        }
+    }
+}
+
+fn resp_grant(r: pb::AcquireResponse) -> Option<Grant> {
+    if r.acquired {
+        r.grant.map(grant_from)
+    } else {
+        None
+    }
+}
+
+fn inner_valid(s: &Session) -> Result<(), Error> {
+    if s.is_valid() {
+        Ok(())
+    } else {
+        Err(Error::SessionLost(s.id()))
+    }
+}
+
+/// A held lock. Dropping it releases the lock in the background; call
+/// [`LockGuard::release`] to release it and see the result.
+///
+/// ```no_run
+/// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+/// let guard = s.lock("payments/settle").acquire().await?;
+/// // Hand the token to the resource, which refuses lower tokens.
+/// let token = guard.token();
+/// if guard.is_valid() { /* write with `token` */ }
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+pub struct LockGuard {
+    session: Session,
+    grant: Grant,
+    released: AtomicBool,
+}
+
+impl LockGuard {
+    /// The fencing token: pass it with every write to the protected resource.
+    ///
+    /// ```no_run
+    /// # fn f(g: raftlock_client::LockGuard) { println!("token {}", g.token()); }
+    /// ```
+    pub fn token(&self) -> u64 {
+        self.grant.token
+    }
+
+    /// The lock's name.
+    ///
+    /// ```no_run
+    /// # fn f(g: raftlock_client::LockGuard) { println!("holding {}", g.name()); }
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.grant.name
+    }
+
+    /// The grant as the cluster recorded it.
+    ///
+    /// ```no_run
+    /// # fn f(g: raftlock_client::LockGuard) { println!("granted at {}", g.grant().granted_at_ms); }
+    /// ```
+    pub fn grant(&self) -> &Grant {
+        &self.grant
+    }
+
+    /// Whether this client can still claim the lock: not released, and the
+    /// session still valid by the local lease rule.
+    ///
+    /// ```no_run
+    /// # fn f(g: raftlock_client::LockGuard) { assert!(g.is_valid()); }
+    /// ```
+    pub fn is_valid(&self) -> bool {
+        !self.released.load(Ordering::SeqCst) && self.session.is_valid()
+    }
+
+    /// Resolves when the lock can no longer be claimed because its session
+    /// was lost; returns the reason.
+    ///
+    /// ```no_run
+    /// # async fn f(g: raftlock_client::LockGuard) {
+    /// let reason = g.lost().await;
+    /// eprintln!("lock lost: {reason}");
+    /// # }
+    /// ```
+    pub async fn lost(&self) -> Error {
+        self.session.lost().await
+    }
+
+    /// Releases the lock; the next waiter is granted in the same log entry.
+    ///
+    /// ```no_run
+    /// # async fn f(g: raftlock_client::LockGuard) -> Result<(), raftlock_client::Error> {
+    /// g.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn release(self) -> Result<(), Error> {
+        self.released.store(true, Ordering::SeqCst);
+        release(&self.session, &self.grant).await
+    }
+}
+
+async fn release(session: &Session, grant: &Grant) -> Result<(), Error> {
+    let client = &session.inner.client;
+    let t = client.inner.options.attempt_timeout;
+    let (id, name, token) = (session.id(), grant.name.clone(), grant.token);
+    let mut retried = false;
+    let res = client
+        .retry(client.inner.options.deadline, |ch, attempt| {
+            retried |= attempt > 0;
+            let name = name.clone();
+            async move {
+                let mut req = tonic::Request::new(pb::ReleaseRequest {
+                    session_id: id,
+                    name,
+                    token,
+                });
+                req.set_timeout(t);
+                LockClient::new(ch).release(req).await
+            }
+        })
+        .await;
+    match res {
+        Ok(_) => Ok(()),
+        // An earlier attempt released it before its answer was lost.
+        Err(s)
+            if retried
+                && s.code() == tonic::Code::FailedPrecondition
+                && s.message().contains("does not hold") =>
+        {
+            Ok(())
+        }
+        Err(s) => Err(Error::from_status(&s, Some(id), Some(&name))),
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if self.released.swap(true, Ordering::SeqCst) || !self.session.is_valid() {
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let session = self.session.clone();
+            let grant = self.grant.clone();
+            rt.spawn(async move {
+                if let Err(e) = release(&session, &grant).await {
+                    tracing::warn!(lock = %grant.name, token = grant.token, error = %e, "background release failed");
+                }
+            });
+        }
+    }
+}

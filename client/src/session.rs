@@ -1,0 +1,344 @@
+//! Sessions: created with a TTL, kept alive in the background over one
+//! keep-alive stream to the leader, and judged locally (DESIGN.md rule 4):
+//! the session counts as valid only until the send time of the last
+//! acknowledged keep-alive plus the TTL minus a safety margin. Past that,
+//! the client reports it lost and never calls it valid again, even if a late
+//! acknowledgement arrives: the leader may already have expired it.
+
+use crate::client::Client;
+use crate::error::Error;
+use crate::lock::LockBuilder;
+use raftlock_proto::v1 as pb;
+use raftlock_proto::v1::session_client::SessionClient;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+#[derive(Clone, Debug)]
+enum State {
+    Valid { until: Instant },
+    Ended(Error),
+}
+
+/// A live session. Clones share it; the keep-alive task stops when the last
+/// clone (and every lock guard of it) is dropped, or on [`Session::close`].
+///
+/// ```no_run
+/// # async fn f(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+/// use std::time::Duration;
+/// let session = client.session(Duration::from_secs(10)).await?;
+/// assert!(session.is_valid());
+/// session.close().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Session {
+    pub(crate) inner: Arc<SessionInner>,
+}
+
+pub(crate) struct SessionInner {
+    pub(crate) client: Client,
+    pub(crate) id: u64,
+    pub(crate) ttl: Duration,
+    state: watch::Sender<State>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for SessionInner {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            t.abort();
+        }
+    }
+}
+
+/// The margin subtracted from the TTL: covers the leader's and client's
+/// clocks running at slightly different rates, and scheduling delays.
+pub(crate) fn margin(ttl: Duration) -> Duration {
+    (ttl / 10).max(Duration::from_millis(100))
+}
+
+impl Client {
+    /// Creates a session with `ttl` (1 s ..= 10 min) and starts keeping it
+    /// alive every TTL/3.
+    ///
+    /// ```no_run
+    /// # async fn f(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+    /// let session = client.session(std::time::Duration::from_secs(15)).await?;
+    /// println!("session {}", session.id());
+    /// # Ok(()) }
+    /// ```
+    pub async fn session(&self, ttl: Duration) -> Result<Session, Error> {
+        self.session_named(ttl, "").await
+    }
+
+    /// [`Client::session`] with a client name shown in `describe` output
+    /// and server logs.
+    ///
+    /// ```no_run
+    /// # async fn f(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+    /// let session = client.session_named(std::time::Duration::from_secs(15), "billing-worker-3").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn session_named(&self, ttl: Duration, client_name: &str) -> Result<Session, Error> {
+        let ttl_ms = ttl.as_millis() as u64;
+        let lim = raftlock_proto::limits::MIN_TTL_MS..=raftlock_proto::limits::MAX_TTL_MS;
+        if !lim.contains(&ttl_ms) {
+            return Err(Error::InvalidArgument(format!(
+                "ttl {ttl_ms} ms is out of range {}..={} ms",
+                lim.start(),
+                lim.end()
+            )));
+        }
+        let t = self.inner.options.attempt_timeout;
+        let mut sent = Instant::now();
+        let resp = self
+            .retry(self.inner.options.deadline, |ch, _| {
+                sent = Instant::now();
+                async move {
+                    let mut req = tonic::Request::new(pb::CreateSessionRequest {
+                        ttl_ms,
+                        client_name: client_name.to_owned(),
+                    });
+                    req.set_timeout(t);
+                    SessionClient::new(ch).create(req).await
+                }
+            })
+            .await
+            .map_err(|s| Error::from_status(&s, None, None))?
+            .into_inner();
+        let ttl = Duration::from_millis(resp.ttl_ms);
+        let (state, _) = watch::channel(State::Valid {
+            until: sent + ttl - margin(ttl),
+        });
+        let inner = Arc::new(SessionInner {
+            client: self.clone(),
+            id: resp.session_id,
+            ttl,
+            state,
+            task: Mutex::new(None),
+        });
+        let task = tokio::spawn(keep_alive(Arc::downgrade(&inner)));
+        *inner.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+        Ok(Session { inner })
+    }
+}
+
+impl SessionInner {
+    fn until(&self) -> Result<Instant, Error> {
+        match &*self.state.borrow() {
+            State::Valid { until } if Instant::now() < *until => Ok(*until),
+            State::Valid { .. } => Err(Error::SessionLost(self.id)),
+            State::Ended(e) => Err(e.clone()),
+        }
+    }
+
+    /// Records an acknowledged keep-alive sent at `sent`, unless the session
+    /// already counted as lost.
+    fn acknowledged(&self, sent: Instant) {
+        let now = Instant::now();
+        self.state.send_modify(|s| {
+            if let State::Valid { until } = s {
+                if now >= *until {
+                    *s = State::Ended(Error::SessionLost(self.id));
+                } else {
+                    *until = (*until).max(sent + self.ttl - margin(self.ttl));
+                }
+            }
+        });
+    }
+
+    fn end(&self, e: Error) {
+        self.state.send_modify(|s| {
+            if matches!(s, State::Valid { .. }) {
+                *s = State::Ended(e);
+            }
+        });
+    }
+}
+
+/// Keeps the session alive until it ends or every handle is dropped.
+async fn keep_alive(weak: Weak<SessionInner>) {
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        let Some(inner) = weak.upgrade() else { return };
+        if let Err(e) = inner.until() {
+            inner.end(e);
+            return;
+        }
+        let (id, ttl, client) = (inner.id, inner.ttl, inner.client.clone());
+        drop(inner);
+        let interval = ttl / 3;
+        // After a failure, retry soon: a failover leaves little of the TTL.
+        let max_backoff = (interval / 4).min(Duration::from_millis(250));
+        let addr = client.target();
+        let Ok(channel) = client.channel(&addr) else {
+            return;
+        };
+        // A renewal needs one quorum round on the leader: milliseconds. A
+        // node that takes longer is frozen, partitioned or deposed.
+        let patience = interval.min(Duration::from_secs(2));
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let opened = tokio::time::timeout(
+            patience,
+            SessionClient::new(channel).keep_alive(tokio_stream::wrappers::ReceiverStream::new(rx)),
+        )
+        .await;
+        let mut inbound = match opened {
+            Ok(Ok(r)) => r.into_inner(),
+            Ok(Err(status)) => {
+                client.learn(&addr, &status);
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(max_backoff);
+                continue;
+            }
+            Err(_) => {
+                client.forget_leader(&addr);
+                continue;
+            }
+        };
+        loop {
+            let sent = Instant::now();
+            if tx
+                .send(pb::KeepAliveRequest { session_id: id })
+                .await
+                .is_err()
+            {
+                break;
+            }
+            match tokio::time::timeout(patience, inbound.message()).await {
+                Ok(Ok(Some(_))) => {
+                    let Some(inner) = weak.upgrade() else { return };
+                    inner.acknowledged(sent);
+                    client.remember_leader(&addr);
+                    backoff = Duration::from_millis(50);
+                }
+                Ok(Err(status)) if status.code() == tonic::Code::NotFound => {
+                    if let Some(inner) = weak.upgrade() {
+                        inner.end(Error::SessionGone(id));
+                    }
+                    return;
+                }
+                Ok(Err(status)) => {
+                    client.learn(&addr, &status);
+                    break;
+                }
+                Ok(Ok(None)) | Err(_) => {
+                    client.forget_leader(&addr);
+                    break;
+                }
+            }
+            tokio::time::sleep_until(sent + interval).await;
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(max_backoff);
+    }
+}
+
+impl Session {
+    /// The session id (the log index of the entry that created it).
+    ///
+    /// ```no_run
+    /// # fn f(s: raftlock_client::Session) { println!("session {}", s.id()); }
+    /// ```
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// The TTL the server granted.
+    ///
+    /// ```no_run
+    /// # fn f(s: raftlock_client::Session) { println!("ttl {:?}", s.ttl()); }
+    /// ```
+    pub fn ttl(&self) -> Duration {
+        self.inner.ttl
+    }
+
+    /// Whether the session still counts as alive here: a keep-alive was
+    /// acknowledged recently enough that the leader cannot have expired it.
+    ///
+    /// ```no_run
+    /// # fn f(s: raftlock_client::Session) { if !s.is_valid() { eprintln!("lost the session"); } }
+    /// ```
+    pub fn is_valid(&self) -> bool {
+        self.inner.until().is_ok()
+    }
+
+    /// Resolves when the session is lost (keep-alives stopped being
+    /// acknowledged in time, or the server says it is gone) or closed, with
+    /// the reason. Use it to stop work done under the session's locks.
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) {
+    /// tokio::select! {
+    ///     reason = s.lost() => eprintln!("stop: {reason}"),
+    ///     _ = async { /* work under the lock */ } => {}
+    /// }
+    /// # }
+    /// ```
+    pub async fn lost(&self) -> Error {
+        let mut rx = self.inner.state.subscribe();
+        loop {
+            let until = match self.inner.until() {
+                Ok(u) => u,
+                Err(e) => return e,
+            };
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => {}
+                r = rx.changed() => if r.is_err() { return Error::SessionLost(self.inner.id) },
+            }
+        }
+    }
+
+    /// Ends the session on the server: its locks are released and its waits
+    /// cancelled at once.
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// s.close().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn close(&self) -> Result<(), Error> {
+        if let Some(t) = self
+            .inner
+            .task
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            t.abort();
+        }
+        self.inner.end(Error::SessionGone(self.inner.id));
+        let id = self.inner.id;
+        let client = &self.inner.client;
+        let t = client.inner.options.attempt_timeout;
+        let res = client
+            .retry(client.inner.options.deadline, |ch, _| async move {
+                let mut req = tonic::Request::new(pb::CloseSessionRequest { session_id: id });
+                req.set_timeout(t);
+                SessionClient::new(ch).close(req).await
+            })
+            .await;
+        match res {
+            Ok(_) => Ok(()),
+            // Already gone (expired, or an earlier attempt closed it).
+            Err(s) if s.code() == tonic::Code::NotFound => Ok(()),
+            Err(s) => Err(Error::from_status(&s, Some(id), None)),
+        }
+    }
+
+    /// Starts building an acquisition of lock `name` held by this session.
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// let guard = s.lock("jobs/nightly-report").timeout(std::time::Duration::from_secs(5)).acquire().await?;
+    /// println!("token {}", guard.token());
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn lock(&self, name: impl Into<String>) -> LockBuilder {
+        LockBuilder::new(self.clone(), name.into())
+    }
+}

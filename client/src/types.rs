@@ -1,0 +1,218 @@
+//! Plain data the client returns.
+
+use raftlock_proto::v1 as pb;
+use serde::Serialize;
+
+/// How a lock is held.
+///
+/// ```
+/// assert_ne!(raftlock_client::Mode::Exclusive, raftlock_client::Mode::Shared);
+/// ```
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Mode {
+    /// The only holder.
+    Exclusive,
+    /// One of several holders (a read lock or a semaphore permit).
+    Shared,
+}
+
+/// A held lock as the cluster records it.
+///
+/// ```no_run
+/// # fn f(g: raftlock_client::Grant) { println!("{} held with token {}", g.name, g.token); }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Grant {
+    /// Fencing token: the log index of the granting entry.
+    pub token: u64,
+    /// Lock name.
+    pub name: String,
+    /// Mode.
+    pub mode: Mode,
+    /// Holding session.
+    pub session_id: u64,
+    /// When granted (leader's wall clock, Unix ms).
+    pub granted_at_ms: u64,
+    /// The holder's metadata (an election leader's value).
+    pub metadata: Vec<u8>,
+}
+
+impl From<pb::Grant> for Grant {
+    fn from(g: pb::Grant) -> Self {
+        Grant {
+            token: g.token,
+            mode: if g.mode == pb::LockMode::Shared as i32 {
+                Mode::Shared
+            } else {
+                Mode::Exclusive
+            },
+            name: g.name,
+            session_id: g.session_id,
+            granted_at_ms: g.granted_at_ms,
+            metadata: g.metadata,
+        }
+    }
+}
+
+/// A queued acquisition.
+///
+/// ```no_run
+/// # fn f(w: raftlock_client::WaiterInfo) { println!("session {} waits", w.session_id); }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WaiterInfo {
+    /// Waiting session.
+    pub session_id: u64,
+    /// Requested mode.
+    pub mode: Mode,
+    /// When queued (Unix ms).
+    pub enqueued_at_ms: u64,
+    /// How long it may wait, in ms.
+    pub timeout_ms: u64,
+}
+
+/// Holders and waiters of one lock.
+///
+/// ```no_run
+/// # fn f(l: raftlock_client::LockInfo) { println!("{}: {} holders, {} waiters", l.name, l.holders.len(), l.waiters.len()); }
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LockInfo {
+    /// Lock name.
+    pub name: String,
+    /// Shared capacity, 0 when not fixed.
+    pub permits: u32,
+    /// Holders in grant order.
+    pub holders: Vec<Grant>,
+    /// Waiters in FIFO order (from `describe`; `list` fills only the count).
+    pub waiters: Vec<WaiterInfo>,
+    /// Number of waiters.
+    pub waiter_count: usize,
+}
+
+impl From<pb::DescribeResponse> for LockInfo {
+    fn from(d: pb::DescribeResponse) -> Self {
+        let waiters: Vec<WaiterInfo> = d
+            .waiters
+            .into_iter()
+            .map(|w| WaiterInfo {
+                session_id: w.session_id,
+                mode: if w.mode == pb::LockMode::Shared as i32 {
+                    Mode::Shared
+                } else {
+                    Mode::Exclusive
+                },
+                enqueued_at_ms: w.enqueued_at_ms,
+                timeout_ms: w.timeout_ms,
+            })
+            .collect();
+        LockInfo {
+            name: d.name,
+            permits: d.permits,
+            holders: d.holders.into_iter().map(Grant::from).collect(),
+            waiter_count: waiters.len(),
+            waiters,
+        }
+    }
+}
+
+impl From<pb::LockSummary> for LockInfo {
+    fn from(l: pb::LockSummary) -> Self {
+        LockInfo {
+            name: l.name,
+            permits: 0,
+            holders: l.holders.into_iter().map(Grant::from).collect(),
+            waiters: vec![],
+            waiter_count: l.waiters as usize,
+        }
+    }
+}
+
+/// Whether a fencing token is current.
+///
+/// ```
+/// let v = raftlock_client::Validation { valid: false, current_token: 12 };
+/// assert!(!v.valid);
+/// ```
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Validation {
+    /// A current holder has the token.
+    pub valid: bool,
+    /// Highest token among current holders (0 if none).
+    pub current_token: u64,
+}
+
+/// A member of the cluster.
+///
+/// ```no_run
+/// # fn f(m: raftlock_client::Member) { println!("node {} at {}", m.id, m.client_addr); }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Member {
+    /// Node id.
+    pub id: u64,
+    /// Peer address.
+    pub peer_addr: String,
+    /// Client address.
+    pub client_addr: String,
+}
+
+/// A node's view of the cluster.
+///
+/// ```no_run
+/// # fn f(s: raftlock_client::Status) { println!("{} is {} in term {}", s.node_id, s.role, s.term); }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Status {
+    /// Answering node.
+    pub node_id: u64,
+    /// Its role (`leader`, `follower`, ...).
+    pub role: String,
+    /// Raft term.
+    pub term: u64,
+    /// Known leader (0 = none).
+    pub leader_id: u64,
+    /// Leader's client address.
+    pub leader_addr: String,
+    /// Commit index.
+    pub commit_index: u64,
+    /// Applied index.
+    pub applied_index: u64,
+    /// Voters.
+    pub members: Vec<Member>,
+    /// Learners.
+    pub learners: Vec<Member>,
+    /// Live sessions.
+    pub sessions: u64,
+    /// Locks held or waited for.
+    pub locks: u64,
+    /// Queued waiters.
+    pub waiters: u64,
+}
+
+impl From<pb::StatusResponse> for Status {
+    fn from(s: pb::StatusResponse) -> Self {
+        let member = |m: pb::Member| Member {
+            id: m.id,
+            peer_addr: m.peer_addr,
+            client_addr: m.client_addr,
+        };
+        let role = pb::Role::try_from(s.role)
+            .map(|r| r.as_str_name().trim_start_matches("ROLE_").to_lowercase())
+            .unwrap_or_else(|_| "unknown".into());
+        Status {
+            node_id: s.node_id,
+            role,
+            term: s.term,
+            leader_id: s.leader_id,
+            leader_addr: s.leader_addr,
+            commit_index: s.commit_index,
+            applied_index: s.applied_index,
+            members: s.members.into_iter().map(member).collect(),
+            learners: s.learners.into_iter().map(member).collect(),
+            sessions: s.sessions,
+            locks: s.locks,
+            waiters: s.waiters,
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! `raftlockd` configuration: command-line flags, each with an environment
+//! variable fallback (`RAFTLOCK_*`), over an optional TOML file
+//! (`--config`), over defaults. Flags win over the environment, which wins
+//! over the file.
+
+use clap::Args;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Flags of a node.
+#[derive(Args, Clone, Debug, Default)]
+pub struct NodeArgs {
+    /// TOML file with any of the settings below (keys as the flags, with
+    /// underscores: `data_dir = "/var/lib/raftlock"`).
+    #[arg(long, env = "RAFTLOCK_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// This node's id (a positive integer unique in the cluster).
+    #[arg(long, env = "RAFTLOCK_ID")]
+    pub id: Option<u64>,
+    /// Where the node keeps its Raft log and snapshots.
+    #[arg(long, env = "RAFTLOCK_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Address for clients to connect to [default: 127.0.0.1:7000].
+    #[arg(long, env = "RAFTLOCK_LISTEN_CLIENT")]
+    pub listen_client: Option<String>,
+    /// Address for peer (Raft) traffic [default: 127.0.0.1:7100].
+    #[arg(long, env = "RAFTLOCK_LISTEN_PEER")]
+    pub listen_peer: Option<String>,
+    /// Client address other nodes hand to clients [default: --listen-client].
+    #[arg(long, env = "RAFTLOCK_ADVERTISE_CLIENT")]
+    pub advertise_client: Option<String>,
+    /// Peer address other nodes use to reach this one [default: --listen-peer].
+    #[arg(long, env = "RAFTLOCK_ADVERTISE_PEER")]
+    pub advertise_peer: Option<String>,
+    /// Members for a first start: `1=peer_host:port/client_host:port,2=...`
+    /// (the `/client` part may be left out when it is the peer address with
+    /// the port lowered by 100). Used only when the data dir is empty; later
+    /// starts recover from the data dir.
+    #[arg(long, env = "RAFTLOCK_INITIAL_CLUSTER")]
+    pub initial_cluster: Option<String>,
+    /// Raft heartbeat interval in ms [default: 100].
+    #[arg(long, env = "RAFTLOCK_HEARTBEAT_MS")]
+    pub heartbeat_ms: Option<u64>,
+    /// Lowest election timeout in ms [default: 500]; the highest is twice it.
+    #[arg(long, env = "RAFTLOCK_ELECTION_TIMEOUT_MS")]
+    pub election_timeout_ms: Option<u64>,
+    /// Entries between snapshots [default: 10000].
+    #[arg(long, env = "RAFTLOCK_SNAPSHOT_EVERY")]
+    pub snapshot_every: Option<u64>,
+    /// Log format: text or json [default: text].
+    #[arg(long, env = "RAFTLOCK_LOG_FORMAT")]
+    pub log_format: Option<String>,
+}
+
+/// The file form of [`NodeArgs`].
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    id: Option<u64>,
+    data_dir: Option<PathBuf>,
+    listen_client: Option<String>,
+    listen_peer: Option<String>,
+    advertise_client: Option<String>,
+    advertise_peer: Option<String>,
+    initial_cluster: Option<String>,
+    heartbeat_ms: Option<u64>,
+    election_timeout_ms: Option<u64>,
+    snapshot_every: Option<u64>,
+    log_format: Option<String>,
+}
+
+/// A member named in `--initial-cluster`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InitialMember {
+    /// Peer address.
+    pub peer: String,
+    /// Client address.
+    pub client: String,
+}
+
+/// A complete, checked node configuration.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    /// Node id.
+    pub id: u64,
+    /// Data directory.
+    pub data_dir: PathBuf,
+    /// Client listener.
+    pub listen_client: String,
+    /// Peer listener.
+    pub listen_peer: String,
+    /// Advertised client address.
+    pub advertise_client: String,
+    /// Advertised peer address.
+    pub advertise_peer: String,
+    /// Members for a first start.
+    pub initial_cluster: BTreeMap<u64, InitialMember>,
+    /// Raft heartbeat interval.
+    pub heartbeat: Duration,
+    /// Lowest election timeout.
+    pub election_timeout: Duration,
+    /// Entries between snapshots.
+    pub snapshot_every: u64,
+    /// `text` or `json`.
+    pub log_format: String,
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A required setting is missing.
+    #[error("{0} is required (flag, RAFTLOCK_* variable, or config file)")]
+    Missing(&'static str),
+    /// A setting has a bad value.
+    #[error("{setting}: {reason}")]
+    Invalid {
+        /// Which setting.
+        setting: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The config file cannot be read.
+    #[error("config file {path}: {reason}")]
+    File {
+        /// Path.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl NodeArgs {
+    /// Merges flags, environment (already folded into the flags by clap),
+    /// the config file and defaults, and checks the result.
+    pub fn resolve(&self) -> Result<NodeConfig, ConfigError> {
+        let file = match &self.config {
+            Some(path) => read_file(path)?,
+            None => FileConfig::default(),
+        };
+        let id = self.id.or(file.id).ok_or(ConfigError::Missing("--id"))?;
+        if id == 0 {
+            return Err(ConfigError::Invalid {
+                setting: "--id",
+                reason: "node ids start at 1".into(),
+            });
+        }
+        let data_dir = self
+            .data_dir
+            .clone()
+            .or(file.data_dir)
+            .ok_or(ConfigError::Missing("--data-dir"))?;
+        let listen_client = self
+            .listen_client
+            .clone()
+            .or(file.listen_client)
+            .unwrap_or_else(|| "127.0.0.1:7000".into());
+        let listen_peer = self
+            .listen_peer
+            .clone()
+            .or(file.listen_peer)
+            .unwrap_or_else(|| "127.0.0.1:7100".into());
+        let advertise_client = self
+            .advertise_client
+            .clone()
+            .or(file.advertise_client)
+            .unwrap_or_else(|| listen_client.clone());
+        let advertise_peer = self
+            .advertise_peer
+            .clone()
+            .or(file.advertise_peer)
+            .unwrap_or_else(|| listen_peer.clone());
+        let initial_cluster = match self.initial_cluster.clone().or(file.initial_cluster) {
+            Some(spec) => parse_initial_cluster(&spec)?,
+            None => BTreeMap::new(),
+        };
+        if !initial_cluster.is_empty() && !initial_cluster.contains_key(&id) {
+            return Err(ConfigError::Invalid {
+                setting: "--initial-cluster",
+                reason: format!("does not name this node (id {id})"),
+            });
+        }
+        let heartbeat =
+            Duration::from_millis(self.heartbeat_ms.or(file.heartbeat_ms).unwrap_or(100));
+        let election_timeout = Duration::from_millis(
+            self.election_timeout_ms
+                .or(file.election_timeout_ms)
+                .unwrap_or(500),
+        );
+        if heartbeat.is_zero() || election_timeout <= heartbeat * 2 {
+            return Err(ConfigError::Invalid {
+                setting: "--election-timeout-ms",
+                reason: format!(
+                    "must be more than twice the heartbeat ({} ms), so one lost heartbeat does not start an election",
+                    heartbeat.as_millis()
+                ),
+            });
+        }
+        let log_format = self
+            .log_format
+            .clone()
+            .or(file.log_format)
+            .unwrap_or_else(|| "text".into());
+        if log_format != "text" && log_format != "json" {
+            return Err(ConfigError::Invalid {
+                setting: "--log-format",
+                reason: format!("{log_format:?} is not text or json"),
+            });
+        }
+        Ok(NodeConfig {
+            id,
+            data_dir,
+            listen_client,
+            listen_peer,
+            advertise_client,
+            advertise_peer,
+            initial_cluster,
+            heartbeat,
+            election_timeout,
+            snapshot_every: self
+                .snapshot_every
+                .or(file.snapshot_every)
+                .unwrap_or(10_000),
+            log_format,
+        })
+    }
+}
+
+fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })?;
+    toml::from_str(&text).map_err(|e| ConfigError::File {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// Parses `1=host:port/host:port,2=host:port`.
+pub fn parse_initial_cluster(spec: &str) -> Result<BTreeMap<u64, InitialMember>, ConfigError> {
+    let invalid = |reason: String| ConfigError::Invalid {
+        setting: "--initial-cluster",
+        reason,
+    };
+    let mut members = BTreeMap::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (id, addrs) = part
+            .split_once('=')
+            .ok_or_else(|| invalid(format!("{part:?} is not id=peer_addr[/client_addr]")))?;
+        let id: u64 = id
+            .trim()
+            .parse()
+            .map_err(|_| invalid(format!("{id:?} is not a node id")))?;
+        if id == 0 {
+            return Err(invalid("node ids start at 1".into()));
+        }
+        let (peer, client) = match addrs.split_once('/') {
+            Some((p, c)) => (p.to_owned(), c.to_owned()),
+            None => (
+                addrs.to_owned(),
+                default_client_addr(addrs).ok_or_else(|| {
+                    invalid(format!(
+                        "{addrs:?}: cannot derive a client address; write peer/client"
+                    ))
+                })?,
+            ),
+        };
+        for a in [&peer, &client] {
+            if a.rsplit_once(':')
+                .and_then(|(_, p)| p.parse::<u16>().ok())
+                .is_none()
+            {
+                return Err(invalid(format!("{a:?} is not host:port")));
+            }
+        }
+        if members.insert(id, InitialMember { peer, client }).is_some() {
+            return Err(invalid(format!("node {id} is named twice")));
+        }
+    }
+    if members.is_empty() {
+        return Err(invalid("names no members".into()));
+    }
+    Ok(members)
+}
+
+fn default_client_addr(peer: &str) -> Option<String> {
+    let (host, port) = peer.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    Some(format!("{host}:{}", port.checked_sub(100)?))
+}
+
+/// A stable id for the cluster an `--initial-cluster` describes, so that
+/// every member started with the same list derives the same id, and a data
+/// dir from another cluster is recognised.
+pub fn cluster_id(members: &BTreeMap<u64, InitialMember>) -> String {
+    // FNV-1a over the canonical member list: stable across builds and
+    // platforms, unlike std's DefaultHasher.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for (id, m) in members {
+        for b in format!("{id}={};", m.peer).bytes() {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{hash:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initial_cluster_parses_and_derives_client_ports() {
+        let m = parse_initial_cluster("1=127.0.0.1:7101,2=127.0.0.2:7101/127.0.0.2:9000").unwrap();
+        assert_eq!(m[&1].client, "127.0.0.1:7001");
+        assert_eq!(m[&2].client, "127.0.0.2:9000");
+        assert!(parse_initial_cluster("1=x").is_err());
+        assert!(parse_initial_cluster("0=127.0.0.1:7101").is_err());
+        assert!(parse_initial_cluster("1=a:7101,1=b:7101").is_err());
+        assert!(parse_initial_cluster("").is_err());
+    }
+
+    #[test]
+    fn cluster_id_depends_on_members_only() {
+        let a = parse_initial_cluster("1=h:7101,2=h:7102").unwrap();
+        let b = parse_initial_cluster("2=h:7102, 1=h:7101").unwrap();
+        let c = parse_initial_cluster("1=h:7101,2=h:7103").unwrap();
+        assert_eq!(cluster_id(&a), cluster_id(&b));
+        assert_ne!(cluster_id(&a), cluster_id(&c));
+    }
+
+    #[test]
+    fn flags_win_over_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "id = 3\ndata_dir = \"/d\"\nheartbeat_ms = 50\n").unwrap();
+        let args = NodeArgs {
+            config: Some(path),
+            heartbeat_ms: Some(60),
+            ..Default::default()
+        };
+        let c = args.resolve().unwrap();
+        assert_eq!((c.id, c.heartbeat.as_millis()), (3, 60));
+        let bad = NodeArgs {
+            id: Some(1),
+            data_dir: Some("/d".into()),
+            heartbeat_ms: Some(300),
+            election_timeout_ms: Some(500),
+            ..Default::default()
+        };
+        assert!(bad.resolve().is_err());
+    }
+}

@@ -1,0 +1,81 @@
+//! Batched leadership confirmation. A keep-alive may only be acknowledged,
+//! and a read only answered, after a quorum has confirmed this node's
+//! leadership in a round that started after the request arrived; otherwise
+//! a deposed leader could acknowledge renewals the real leader never saw.
+//! One round (openraft's read index) serves every request that arrived
+//! before it started, so a thousand keep-alives cost one heartbeat round.
+
+use crate::node::{check_leader_error, NodeError};
+use raftlock_store::{NodeId, Raft};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+
+/// One finished confirmation round.
+#[derive(Clone, Debug)]
+struct Round {
+    started: Instant,
+    result: Result<(), NodeError>,
+}
+
+/// Runs confirmation rounds on demand.
+#[derive(Clone)]
+pub struct Confirmer {
+    rounds: watch::Receiver<Option<Round>>,
+    demand: Arc<Notify>,
+    timeout: Duration,
+}
+
+impl Confirmer {
+    /// Starts the round loop for `raft`.
+    pub fn start(id: NodeId, raft: Raft, timeout: Duration) -> Self {
+        let (tx, rx) = watch::channel(None);
+        let demand = Arc::new(Notify::new());
+        let notified = demand.clone();
+        tokio::spawn(async move {
+            loop {
+                notified.notified().await;
+                let started = Instant::now();
+                let result = match tokio::time::timeout(timeout, raft.ensure_linearizable()).await {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(e)) => Err(check_leader_error(id, e)),
+                    Err(_) => Err(NodeError::Unavailable(format!(
+                        "leadership not confirmed by a quorum within {timeout:?}"
+                    ))),
+                };
+                if tx.send(Some(Round { started, result })).is_err() {
+                    return;
+                }
+            }
+        });
+        Confirmer {
+            rounds: rx,
+            demand,
+            timeout,
+        }
+    }
+
+    /// Waits for a round that started at or after `t` and returns its result.
+    pub async fn confirmed_after(&self, t: Instant) -> Result<(), NodeError> {
+        let mut rx = self.rounds.clone();
+        let give_up = t + self.timeout * 2;
+        loop {
+            if let Some(round) = rx.borrow_and_update().as_ref() {
+                if round.started >= t {
+                    return round.result.clone();
+                }
+            }
+            self.demand.notify_one();
+            match tokio::time::timeout_at(give_up, rx.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Err(NodeError::Stopped("confirmation loop ended".into())),
+                Err(_) => {
+                    return Err(NodeError::Unavailable(
+                        "leadership not confirmed in time".into(),
+                    ))
+                }
+            }
+        }
+    }
+}

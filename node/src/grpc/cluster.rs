@@ -1,0 +1,191 @@
+//! The Cluster service: status and membership.
+
+use super::convert::status;
+use crate::node::{Node, NodeError};
+use openraft::ServerState;
+use raftlock_proto::v1::cluster_client::ClusterClient;
+use raftlock_proto::v1::cluster_server::Cluster as ClusterApi;
+use raftlock_proto::v1::*;
+use raftlock_store::NodeInfo;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tonic::{Request, Response, Status};
+
+/// Serves cluster status and membership changes.
+pub struct ClusterService {
+    node: Arc<Node>,
+}
+
+impl ClusterService {
+    /// Serves `node`.
+    pub fn new(node: Arc<Node>) -> Self {
+        ClusterService { node }
+    }
+}
+
+fn members(node: &Node) -> (Vec<Member>, Vec<Member>) {
+    let m = node.raft.metrics().borrow().clone();
+    let membership = m.membership_config.membership();
+    let voters: BTreeSet<u64> = membership.voter_ids().collect();
+    let mut members = Vec::new();
+    let mut learners = Vec::new();
+    for (id, n) in membership.nodes() {
+        let member = Member {
+            id: *id,
+            peer_addr: n.peer_addr.clone(),
+            client_addr: n.client_addr.clone(),
+        };
+        if voters.contains(id) {
+            members.push(member);
+        } else {
+            learners.push(member);
+        }
+    }
+    (members, learners)
+}
+
+fn membership_response(node: &Node, log_index: u64) -> MembershipResponse {
+    let (members, learners) = members(node);
+    MembershipResponse {
+        log_index,
+        members,
+        learners,
+    }
+}
+
+fn raft_err<E: std::error::Error>(node: &Node, e: openraft::error::RaftError<u64, E>) -> Status {
+    let text = e.to_string();
+    match e {
+        openraft::error::RaftError::APIError(_) if !node.is_leader() => status(node.not_leader()),
+        openraft::error::RaftError::APIError(_) => Status::failed_precondition(text),
+        openraft::error::RaftError::Fatal(_) => Status::unavailable(text),
+    }
+}
+
+#[tonic::async_trait]
+impl ClusterApi for ClusterService {
+    async fn status(
+        &self,
+        req: Request<StatusRequest>,
+    ) -> Result<Response<StatusResponse>, Status> {
+        let want_counts = req.into_inner().linearizable_counts;
+        let m = self.node.raft.metrics().borrow().clone();
+        let role = match m.state {
+            ServerState::Leader => Role::Leader,
+            ServerState::Follower => Role::Follower,
+            ServerState::Candidate => Role::Candidate,
+            ServerState::Learner => Role::Learner,
+            ServerState::Shutdown => Role::Shutdown,
+        };
+        let (members, learners) = members(&self.node);
+        let mut resp = StatusResponse {
+            node_id: self.node.id,
+            role: role as i32,
+            term: m.current_term,
+            leader_id: m.current_leader.unwrap_or(0),
+            leader_addr: self.node.leader_addr().unwrap_or_default(),
+            commit_index: m.last_applied.map(|l| l.index).unwrap_or(0),
+            applied_index: m.last_applied.map(|l| l.index).unwrap_or(0),
+            members,
+            learners,
+            sessions: 0,
+            locks: 0,
+            waiters: 0,
+        };
+        if let Some(c) = self
+            .node
+            .raft
+            .with_raft_state(|s| s.committed.map(|l| l.index))
+            .await
+            .ok()
+            .flatten()
+        {
+            resp.commit_index = c;
+        }
+        if want_counts {
+            self.node.linearizable().await.map_err(status)?;
+            let (sessions, locks, waiters) = self.node.state.read().machine.counts();
+            resp.sessions = sessions as u64;
+            resp.locks = locks as u64;
+            resp.waiters = waiters as u64;
+        }
+        Ok(Response::new(resp))
+    }
+
+    async fn add_learner(
+        &self,
+        req: Request<AddLearnerRequest>,
+    ) -> Result<Response<MembershipResponse>, Status> {
+        let r = req.into_inner();
+        if r.node_id == 0 || r.peer_addr.is_empty() || r.client_addr.is_empty() {
+            return Err(Status::invalid_argument(
+                "node_id, peer_addr and client_addr are required",
+            ));
+        }
+        let info = NodeInfo {
+            peer_addr: r.peer_addr,
+            client_addr: r.client_addr,
+        };
+        let resp = self
+            .node
+            .raft
+            .add_learner(r.node_id, info, r.wait_caught_up)
+            .await
+            .map_err(|e| raft_err(&self.node, e))?;
+        Ok(Response::new(membership_response(
+            &self.node,
+            resp.log_id.index,
+        )))
+    }
+
+    async fn change_membership(
+        &self,
+        req: Request<ChangeMembershipRequest>,
+    ) -> Result<Response<MembershipResponse>, Status> {
+        let r = req.into_inner();
+        let voters: BTreeSet<u64> = r.voters.into_iter().collect();
+        if voters.is_empty() {
+            return Err(Status::invalid_argument("voters must not be empty"));
+        }
+        let resp = self
+            .node
+            .raft
+            .change_membership(voters, r.retain_as_learners)
+            .await
+            .map_err(|e| raft_err(&self.node, e))?;
+        Ok(Response::new(membership_response(
+            &self.node,
+            resp.log_id.index,
+        )))
+    }
+
+    async fn transfer_leader(
+        &self,
+        req: Request<TransferLeaderRequest>,
+    ) -> Result<Response<TransferLeaderResponse>, Status> {
+        let to = req.into_inner().to_node_id;
+        let leader = crate::transfer::transfer_leadership(&self.node, to)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(TransferLeaderResponse { leader_id: leader }))
+    }
+}
+
+/// Asks node `to` (at `client_addr`) to campaign now.
+pub async fn ask_to_campaign(to: u64, client_addr: &str) -> Result<(), NodeError> {
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{client_addr}"))
+        .map_err(|e| NodeError::InvalidArgument(format!("bad address {client_addr:?}: {e}")))?
+        .connect_timeout(Duration::from_secs(1))
+        .timeout(Duration::from_secs(5));
+    let channel = endpoint.connect().await.map_err(|e| {
+        NodeError::Unavailable(format!("cannot reach node {to} at {client_addr}: {e}"))
+    })?;
+    ClusterClient::new(channel)
+        .transfer_leader(TransferLeaderRequest { to_node_id: to })
+        .await
+        .map_err(|s| {
+            NodeError::Unavailable(format!("node {to} refused to campaign: {}", s.message()))
+        })?;
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! Protobuf ⇄ domain conversions and the one mapping from errors to gRPC
+//! statuses. Nothing past this file sees a protobuf type.
+
+use crate::node::NodeError;
+use raftlock_proto::v1 as pb;
+use raftlock_proto::{limits, LEADER_METADATA_KEY};
+use raftlock_store::machine::{Grant, LeaseError, Mode, RequestId, Waiter};
+use tonic::{Code, Status};
+
+/// A grant as the API shows it.
+pub fn grant(g: &Grant) -> pb::Grant {
+    pb::Grant {
+        token: g.token,
+        name: g.name.clone(),
+        mode: mode_to_pb(g.mode) as i32,
+        session_id: g.session,
+        request_id: g.request_id.to_bytes().to_vec(),
+        granted_at_ms: g.granted_at_ms,
+        metadata: g.metadata.clone(),
+    }
+}
+
+/// A waiter as the API shows it.
+pub fn waiter(w: &Waiter) -> pb::Waiter {
+    pb::Waiter {
+        session_id: w.session,
+        mode: mode_to_pb(w.mode) as i32,
+        request_id: w.request_id.to_bytes().to_vec(),
+        enqueued_at_ms: w.enqueued_at_ms,
+        timeout_ms: w.timeout_ms,
+    }
+}
+
+fn mode_to_pb(m: Mode) -> pb::LockMode {
+    match m {
+        Mode::Exclusive => pb::LockMode::Exclusive,
+        Mode::Shared => pb::LockMode::Shared,
+    }
+}
+
+/// Reads a lock mode; unset means exclusive.
+pub fn mode(value: i32) -> Result<Mode, Status> {
+    match pb::LockMode::try_from(value) {
+        Ok(pb::LockMode::Unspecified) | Ok(pb::LockMode::Exclusive) => Ok(Mode::Exclusive),
+        Ok(pb::LockMode::Shared) => Ok(Mode::Shared),
+        Err(_) => Err(Status::invalid_argument(format!(
+            "unknown lock mode {value}"
+        ))),
+    }
+}
+
+/// Reads a 16-byte request id.
+pub fn request_id(bytes: &[u8]) -> Result<RequestId, Status> {
+    RequestId::from_bytes(bytes).ok_or_else(|| {
+        Status::invalid_argument(format!(
+            "request_id must be {} bytes (a UUID), got {}",
+            limits::REQUEST_ID_LEN,
+            bytes.len()
+        ))
+    })
+}
+
+/// Checks a session id is plausible (ids are log indexes, never 0).
+pub fn session_id(id: u64) -> Result<u64, Status> {
+    if id == 0 {
+        return Err(Status::invalid_argument("session_id is required"));
+    }
+    Ok(id)
+}
+
+/// Checks a lock name early, with the same rule the state machine applies.
+pub fn lock_name(name: &str) -> Result<(), Status> {
+    if name.is_empty() {
+        return Err(Status::invalid_argument("lock name must not be empty"));
+    }
+    if name.len() > limits::MAX_NAME_LEN {
+        return Err(Status::invalid_argument(format!(
+            "lock name is {} bytes, longer than the limit of {}",
+            name.len(),
+            limits::MAX_NAME_LEN
+        )));
+    }
+    Ok(())
+}
+
+/// The gRPC code for a state-machine refusal.
+pub fn lease_code(e: &LeaseError) -> Code {
+    match e {
+        LeaseError::InvalidName { .. }
+        | LeaseError::TtlOutOfRange { .. }
+        | LeaseError::InvalidArgument(_) => Code::InvalidArgument,
+        LeaseError::SessionNotFound(_) | LeaseError::WaitNotFound { .. } => Code::NotFound,
+        LeaseError::NotHolder { .. }
+        | LeaseError::StaleToken { .. }
+        | LeaseError::PermitsMismatch { .. }
+        | LeaseError::RequestReleased { .. } => Code::FailedPrecondition,
+        LeaseError::AlreadyHeld { .. } | LeaseError::AlreadyWaiting { .. } => Code::AlreadyExists,
+        LeaseError::WaitCancelled { .. } => Code::DeadlineExceeded,
+        LeaseError::TooManyWaiters { .. } | LeaseError::TooManyLocks { .. } => {
+            Code::ResourceExhausted
+        }
+    }
+}
+
+/// The one mapping from node errors to gRPC statuses. A not-leader answer
+/// is UNAVAILABLE (retry elsewhere) and names the leader's client address
+/// in the `raftlock-leader` metadata key when it is known.
+pub fn status(e: NodeError) -> Status {
+    match &e {
+        NodeError::NotLeader { leader_addr, .. } => {
+            let mut s = Status::unavailable(e.to_string());
+            if let Some(addr) = leader_addr {
+                if let Ok(v) = addr.parse() {
+                    s.metadata_mut().insert(LEADER_METADATA_KEY, v);
+                }
+            }
+            s
+        }
+        NodeError::Lease(l) => Status::new(lease_code(l), l.to_string()),
+        NodeError::Unavailable(_) => Status::unavailable(e.to_string()),
+        NodeError::WaitTimedOut(_) => Status::deadline_exceeded(e.to_string()),
+        NodeError::InvalidArgument(_) => Status::invalid_argument(e.to_string()),
+        NodeError::Stopped(_) => Status::unavailable(e.to_string()),
+    }
+}

@@ -1,0 +1,173 @@
+//! The Election service: an election is an exclusive lock whose holder's
+//! metadata is the leader's value. Campaign = acquire and wait, Proclaim =
+//! replace the value, Resign = release, Leader = linearizable read of the
+//! holder, Observe = the holder now and at every change.
+
+use super::convert::{self, grant, status};
+use super::lock::{acquire, AcquireArgs, Acquired};
+use super::session::async_stream_from;
+use crate::node::Node;
+use crate::waits::Waits;
+use futures::Stream;
+use raftlock_proto::limits;
+use raftlock_proto::v1::election_server::Election as ElectionApi;
+use raftlock_proto::v1::*;
+use raftlock_store::machine::{Command, Grant, Mode};
+use raftlock_store::state_machine::Change;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tonic::{Request, Response, Status};
+use tracing::Instrument;
+
+/// Serves elections.
+pub struct ElectionService {
+    node: Arc<Node>,
+    waits: Arc<Waits>,
+}
+
+impl ElectionService {
+    /// Serves elections of `node`.
+    pub fn new(node: Arc<Node>, waits: Arc<Waits>) -> Self {
+        ElectionService { node, waits }
+    }
+}
+
+fn leader_of(node: &Node, name: &str) -> Option<Grant> {
+    node.state
+        .read()
+        .machine
+        .describe(name)
+        .holders
+        .into_iter()
+        .find(|h| h.mode == Mode::Exclusive)
+}
+
+type ObserveStream = Pin<Box<dyn Stream<Item = Result<LeaderResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl ElectionApi for ElectionService {
+    async fn campaign(
+        &self,
+        req: Request<CampaignRequest>,
+    ) -> Result<Response<CampaignResponse>, Status> {
+        let r = req.into_inner();
+        let span = tracing::info_span!("election.campaign", node = self.node.id, lock = %r.name, session = r.session_id, token = tracing::field::Empty);
+        async {
+            convert::lock_name(&r.name)?;
+            let args = AcquireArgs {
+                session: convert::session_id(r.session_id)?,
+                request_id: convert::request_id(&r.request_id)?,
+                mode: Mode::Exclusive,
+                permits: None,
+                wait: Some(Duration::from_millis(
+                    r.wait_timeout_ms
+                        .unwrap_or(limits::MAX_WAIT_MS)
+                        .min(limits::MAX_WAIT_MS),
+                )),
+                metadata: r.value,
+                name: r.name,
+            };
+            match acquire(&self.node, &self.waits, args)
+                .await
+                .map_err(status)?
+            {
+                Acquired::Granted(g) => {
+                    tracing::Span::current().record("token", g.token);
+                    Ok(Response::new(CampaignResponse {
+                        leader: Some(grant(&g)),
+                    }))
+                }
+                Acquired::Busy(_) => Err(Status::internal("a waiting campaign answered busy")),
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn proclaim(
+        &self,
+        req: Request<ProclaimRequest>,
+    ) -> Result<Response<ProclaimResponse>, Status> {
+        let r = req.into_inner();
+        convert::lock_name(&r.name)?;
+        let cmd = Command::Proclaim {
+            session: convert::session_id(r.session_id)?,
+            name: r.name,
+            token: r.token,
+            value: r.value,
+        };
+        self.node.propose_reply(cmd).await.map_err(status)?;
+        Ok(Response::new(ProclaimResponse {}))
+    }
+
+    async fn resign(
+        &self,
+        req: Request<ResignRequest>,
+    ) -> Result<Response<ResignResponse>, Status> {
+        let r = req.into_inner();
+        convert::lock_name(&r.name)?;
+        let cmd = Command::Release {
+            session: convert::session_id(r.session_id)?,
+            name: r.name,
+            token: r.token,
+        };
+        self.node.propose_reply(cmd).await.map_err(status)?;
+        Ok(Response::new(ResignResponse {}))
+    }
+
+    async fn leader(
+        &self,
+        req: Request<LeaderRequest>,
+    ) -> Result<Response<LeaderResponse>, Status> {
+        let r = req.into_inner();
+        convert::lock_name(&r.name)?;
+        self.node.linearizable().await.map_err(status)?;
+        Ok(Response::new(LeaderResponse {
+            leader: leader_of(&self.node, &r.name).as_ref().map(grant),
+        }))
+    }
+
+    type ObserveStream = ObserveStream;
+
+    async fn observe(
+        &self,
+        req: Request<LeaderRequest>,
+    ) -> Result<Response<Self::ObserveStream>, Status> {
+        let name = req.into_inner().name;
+        convert::lock_name(&name)?;
+        self.node.linearizable().await.map_err(status)?;
+        let node = self.node.clone();
+        let mut changes = node.state.subscribe();
+        let stream = async_stream_from(move |tx| async move {
+            let mut last: Option<Option<Grant>> = None;
+            loop {
+                let current = leader_of(&node, &name);
+                if last.as_ref() != Some(&current) {
+                    let item = LeaderResponse {
+                        leader: current.as_ref().map(grant),
+                    };
+                    if tx.send(Ok(item)).await.is_err() {
+                        return;
+                    }
+                    last = Some(current);
+                }
+                // Wait for a change that touches this election (or one that
+                // may have: a restore, or events we fell behind on).
+                loop {
+                    match changes.recv().await {
+                        Ok(c) => match &*c {
+                            Change::Applied { outcome, .. }
+                                if !outcome.events.iter().any(|e| e.lock_name() == Some(&name)) => {
+                            }
+                            _ => break,
+                        },
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    }
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(stream)))
+    }
+}

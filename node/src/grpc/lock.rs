@@ -1,0 +1,273 @@
+//! The Lock service. Acquire waits server-side: the call registers its wait
+//! before proposing, so the grant made by a later Release or expiry reaches
+//! it in the same entry, with no polling by the client.
+
+use super::convert::{self, grant, status, waiter};
+use crate::node::{Node, NodeError};
+use crate::waits::{WaitResult, Waits};
+use raftlock_proto::limits;
+use raftlock_proto::v1::lock_server::Lock as LockApi;
+use raftlock_proto::v1::*;
+use raftlock_store::machine::{Command, Grant, LeaseError, Mode, Reply, RequestId, WaitEnd};
+use std::sync::Arc;
+use std::time::Duration;
+use tonic::{Request, Response, Status};
+use tracing::Instrument;
+
+/// Serves locks.
+pub struct LockService {
+    node: Arc<Node>,
+    waits: Arc<Waits>,
+}
+
+/// An acquisition as the services ask for it.
+pub struct AcquireArgs {
+    /// Session.
+    pub session: u64,
+    /// Lock name.
+    pub name: String,
+    /// Request id.
+    pub request_id: RequestId,
+    /// Mode.
+    pub mode: Mode,
+    /// Stated permits.
+    pub permits: Option<u32>,
+    /// Wait, if any.
+    pub wait: Option<Duration>,
+    /// Metadata.
+    pub metadata: Vec<u8>,
+}
+
+/// The result of an acquisition.
+pub enum Acquired {
+    /// Held.
+    Granted(Grant),
+    /// A try-lock found these holders.
+    Busy(Vec<Grant>),
+}
+
+impl LockService {
+    /// Serves locks of `node`, waking waiters through `waits`.
+    pub fn new(node: Arc<Node>, waits: Arc<Waits>) -> Self {
+        LockService { node, waits }
+    }
+}
+
+/// Acquires a lock, waiting in the queue when asked to. Shared by Lock and
+/// Election (a campaign is an acquire that waits).
+pub async fn acquire(
+    node: &Node,
+    waits: &Arc<Waits>,
+    a: AcquireArgs,
+) -> Result<Acquired, NodeError> {
+    let started = tokio::time::Instant::now();
+    let mut registration = waits.register(a.session, &a.name, a.request_id);
+    let cmd = Command::Acquire {
+        session: a.session,
+        name: a.name.clone(),
+        request_id: a.request_id,
+        mode: a.mode,
+        permits: a.permits,
+        wait_ms: a.wait.map(|d| d.as_millis() as u64),
+        metadata: a.metadata.clone(),
+    };
+    match node.propose_reply(cmd).await? {
+        (_, Reply::Acquired(g)) => return Ok(Acquired::Granted(g)),
+        (_, Reply::Busy { holders }) => return Ok(Acquired::Busy(holders)),
+        (_, Reply::Queued { position }) => {
+            tracing::debug!(position, "queued");
+        }
+        (_, other) => return Err(NodeError::Stopped(format!("unexpected reply {other}"))),
+    }
+    let deadline = started + a.wait.unwrap_or_default();
+    loop {
+        let woke = tokio::select! {
+            r = &mut registration.rx => r.unwrap_or(WaitResult::Recheck),
+            _ = tokio::time::sleep_until(deadline) => {
+                // The leader's driver cancels overdue waits too; cancelling
+                // here as well answers the caller on time. A grant that won
+                // the race comes back as the cancel's reply.
+                return match node.propose_reply(Command::CancelWait {
+                    session: a.session, name: a.name.clone(), request_id: a.request_id,
+                }).await {
+                    Ok((_, Reply::Acquired(g))) => Ok(Acquired::Granted(g)),
+                    Ok(_) | Err(NodeError::Lease(LeaseError::WaitNotFound { .. })) => {
+                        recheck(node, &a).map(Acquired::Granted).ok_or(NodeError::WaitTimedOut(a.name.clone()))
+                    }
+                    Err(e) => Err(e),
+                };
+            }
+        };
+        match woke {
+            WaitResult::Granted(g) => return Ok(Acquired::Granted(g)),
+            WaitResult::Ended(WaitEnd::Cancelled) => return Err(NodeError::WaitTimedOut(a.name)),
+            WaitResult::Ended(WaitEnd::SessionEnded) => {
+                return Err(LeaseError::SessionNotFound(a.session).into())
+            }
+            WaitResult::Recheck => {
+                registration = waits.register(a.session, &a.name, a.request_id);
+                if let Some(g) = recheck(node, &a) {
+                    return Ok(Acquired::Granted(g));
+                }
+                let state = node.state.read();
+                let still_waiting = state
+                    .machine
+                    .session(a.session)
+                    .is_some_and(|s| s.waiting.get(&a.name) == Some(&a.request_id));
+                if !still_waiting {
+                    return Err(NodeError::WaitTimedOut(a.name));
+                }
+            }
+        }
+    }
+}
+
+/// The grant this acquisition holds now, if any.
+fn recheck(node: &Node, a: &AcquireArgs) -> Option<Grant> {
+    let state = node.state.read();
+    state
+        .machine
+        .describe(&a.name)
+        .holders
+        .into_iter()
+        .find(|h| h.session == a.session && h.request_id == a.request_id)
+}
+
+fn term(node: &Node) -> u64 {
+    node.raft.metrics().borrow().current_term
+}
+
+#[tonic::async_trait]
+impl LockApi for LockService {
+    async fn acquire(
+        &self,
+        req: Request<AcquireRequest>,
+    ) -> Result<Response<AcquireResponse>, Status> {
+        let r = req.into_inner();
+        let span = tracing::info_span!("lock.acquire", node = self.node.id, term = term(&self.node), lock = %r.name, session = r.session_id, token = tracing::field::Empty);
+        async {
+            convert::lock_name(&r.name)?;
+            if r.wait_timeout_ms.is_some_and(|w| w > limits::MAX_WAIT_MS) {
+                return Err(Status::invalid_argument(format!(
+                    "wait_timeout_ms is more than the limit of {} ms",
+                    limits::MAX_WAIT_MS
+                )));
+            }
+            let args = AcquireArgs {
+                session: convert::session_id(r.session_id)?,
+                request_id: convert::request_id(&r.request_id)?,
+                mode: convert::mode(r.mode)?,
+                permits: (r.permits > 0).then_some(r.permits),
+                wait: r.wait_timeout_ms.map(Duration::from_millis),
+                metadata: r.metadata,
+                name: r.name,
+            };
+            match acquire(&self.node, &self.waits, args)
+                .await
+                .map_err(status)?
+            {
+                Acquired::Granted(g) => {
+                    tracing::Span::current().record("token", g.token);
+                    Ok(Response::new(AcquireResponse {
+                        grant: Some(grant(&g)),
+                        acquired: true,
+                        holders: vec![],
+                    }))
+                }
+                Acquired::Busy(holders) => Ok(Response::new(AcquireResponse {
+                    grant: None,
+                    acquired: false,
+                    holders: holders.iter().map(grant).collect(),
+                })),
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn release(
+        &self,
+        req: Request<ReleaseRequest>,
+    ) -> Result<Response<ReleaseResponse>, Status> {
+        let r = req.into_inner();
+        let span = tracing::info_span!("lock.release", node = self.node.id, term = term(&self.node), lock = %r.name, session = r.session_id, token = r.token);
+        async {
+            convert::lock_name(&r.name)?;
+            let cmd = Command::Release {
+                session: convert::session_id(r.session_id)?,
+                name: r.name,
+                token: r.token,
+            };
+            match self.node.propose_reply(cmd).await.map_err(status)? {
+                (_, Reply::Released { granted }) => Ok(Response::new(ReleaseResponse {
+                    granted: granted.iter().map(grant).collect(),
+                })),
+                (_, other) => Err(Status::internal(format!("unexpected reply {other}"))),
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn describe(
+        &self,
+        req: Request<DescribeRequest>,
+    ) -> Result<Response<DescribeResponse>, Status> {
+        let r = req.into_inner();
+        convert::lock_name(&r.name)?;
+        self.node.linearizable().await.map_err(status)?;
+        let state = self.node.state.read();
+        let view = state.machine.describe(&r.name);
+        Ok(Response::new(DescribeResponse {
+            name: r.name,
+            permits: view.permits.unwrap_or(0),
+            holders: view.holders.iter().map(grant).collect(),
+            waiters: view.waiters.iter().map(waiter).collect(),
+            applied_index: state.last_applied.map(|l| l.index).unwrap_or(0),
+        }))
+    }
+
+    async fn list(&self, req: Request<ListRequest>) -> Result<Response<ListResponse>, Status> {
+        let r = req.into_inner();
+        let limit = match r.limit {
+            0 => limits::DEFAULT_LIST_LIMIT,
+            n => n.min(limits::MAX_LIST_LIMIT),
+        } as usize;
+        self.node.linearizable().await.map_err(status)?;
+        let state = self.node.state.read();
+        let page = state.machine.list(&r.prefix, &r.page_token, limit + 1);
+        let more = page.len() > limit;
+        let locks: Vec<LockSummary> = page
+            .into_iter()
+            .take(limit)
+            .map(|l| LockSummary {
+                holders: l.holders.iter().map(grant).collect(),
+                waiters: l.waiters as u32,
+                name: l.name,
+            })
+            .collect();
+        let next_page_token = if more {
+            locks.last().map(|l| l.name.clone()).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        Ok(Response::new(ListResponse {
+            locks,
+            next_page_token,
+        }))
+    }
+
+    async fn validate(
+        &self,
+        req: Request<ValidateRequest>,
+    ) -> Result<Response<ValidateResponse>, Status> {
+        let r = req.into_inner();
+        convert::lock_name(&r.name)?;
+        self.node.linearizable().await.map_err(status)?;
+        let v = self.node.state.read().machine.validate(&r.name, r.token);
+        Ok(Response::new(ValidateResponse {
+            valid: v.valid,
+            current_token: v.current_token,
+        }))
+    }
+}

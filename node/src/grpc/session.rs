@@ -1,0 +1,138 @@
+//! The Session service: create, keep alive (a stream, no log writes), close.
+
+use super::convert::{self, status};
+use crate::lease::LeaseDriver;
+use crate::node::Node;
+use futures::Stream;
+use raftlock_proto::v1::session_server::Session as SessionApi;
+use raftlock_proto::v1::*;
+use raftlock_store::machine::{Command, Reply};
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio_stream::StreamExt;
+use tonic::{Request, Response, Status, Streaming};
+use tracing::Instrument;
+
+/// Serves sessions.
+pub struct SessionService {
+    node: Arc<Node>,
+    leases: Arc<LeaseDriver>,
+}
+
+impl SessionService {
+    /// Serves sessions of `node`, renewed through `leases`.
+    pub fn new(node: Arc<Node>, leases: Arc<LeaseDriver>) -> Self {
+        SessionService { node, leases }
+    }
+}
+
+type KeepAliveStream = Pin<Box<dyn Stream<Item = Result<KeepAliveResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl SessionApi for SessionService {
+    async fn create(
+        &self,
+        req: Request<CreateSessionRequest>,
+    ) -> Result<Response<CreateSessionResponse>, Status> {
+        let req = req.into_inner();
+        let span = tracing::info_span!(
+            "session.create",
+            node = self.node.id,
+            ttl_ms = req.ttl_ms,
+            session = tracing::field::Empty
+        );
+        async {
+            let cmd = Command::CreateSession {
+                ttl_ms: req.ttl_ms,
+                client_name: req.client_name,
+            };
+            match self.node.propose_reply(cmd).await.map_err(status)? {
+                (_, Reply::SessionCreated { session, ttl_ms }) => {
+                    tracing::Span::current().record("session", session);
+                    Ok(Response::new(CreateSessionResponse {
+                        session_id: session,
+                        ttl_ms,
+                    }))
+                }
+                (_, other) => Err(Status::internal(format!("unexpected reply {other}"))),
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    type KeepAliveStream = KeepAliveStream;
+
+    async fn keep_alive(
+        &self,
+        req: Request<Streaming<KeepAliveRequest>>,
+    ) -> Result<Response<Self::KeepAliveStream>, Status> {
+        let mut inbound = req.into_inner();
+        let leases = self.leases.clone();
+        let node_id = self.node.id;
+        let out = async_stream_from(move |tx| async move {
+            while let Some(msg) = inbound.next().await {
+                let msg = match msg {
+                    Ok(m) => m,
+                    Err(_) => return,
+                };
+                let session = msg.session_id;
+                let res = leases
+                    .renew(session)
+                    .instrument(tracing::debug_span!(
+                        "session.keepalive",
+                        node = node_id,
+                        session
+                    ))
+                    .await;
+                let item = res
+                    .map(|ttl| KeepAliveResponse {
+                        session_id: session,
+                        ttl_ms: ttl.as_millis() as u64,
+                    })
+                    .map_err(status);
+                let failed = item.is_err();
+                if tx.send(item).await.is_err() || failed {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(out)))
+    }
+
+    async fn close(
+        &self,
+        req: Request<CloseSessionRequest>,
+    ) -> Result<Response<CloseSessionResponse>, Status> {
+        let session = convert::session_id(req.into_inner().session_id)?;
+        let span = tracing::info_span!("session.close", node = self.node.id, session);
+        async {
+            match self
+                .node
+                .propose_reply(Command::CloseSession { session })
+                .await
+                .map_err(status)?
+            {
+                (_, Reply::SessionClosed { released }) => {
+                    Ok(Response::new(CloseSessionResponse { released }))
+                }
+                (_, other) => Err(Status::internal(format!("unexpected reply {other}"))),
+            }
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+/// A stream fed by a task through a bounded channel; the task stops when
+/// the receiver (the client's stream) goes away.
+pub fn async_stream_from<T, F, Fut>(f: F) -> impl Stream<Item = T>
+where
+    T: Send + 'static,
+    F: FnOnce(tokio::sync::mpsc::Sender<T>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(f(tx));
+    tokio_stream::wrappers::ReceiverStream::new(rx)
+}

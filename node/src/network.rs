@@ -1,0 +1,146 @@
+//! Raft traffic between nodes over tonic: one reused HTTP/2 channel per
+//! peer, openraft messages JSON-encoded inside `RaftPayload.data`, every
+//! call bounded by the deadline openraft gives it.
+
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use raftlock_proto::v1::raft_client::RaftClient;
+use raftlock_proto::v1::RaftPayload;
+use raftlock_store::{NodeId, NodeInfo, TypeConfig};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tonic::transport::{Channel, Endpoint};
+
+/// Makes connections to peers, caching one channel per (node, address).
+#[derive(Clone, Default)]
+pub struct PeerNetwork {
+    channels: Arc<Mutex<HashMap<(NodeId, String), Channel>>>,
+}
+
+impl PeerNetwork {
+    fn channel(&self, target: NodeId, addr: &str) -> Result<Channel, tonic::transport::Error> {
+        let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = channels.get(&(target, addr.to_owned())) {
+            return Ok(c.clone());
+        }
+        // Lazy: connecting happens on first use and again after a failure,
+        // so a peer that is down now does not block this node's start.
+        let channel = Endpoint::from_shared(format!("http://{addr}"))?
+            .connect_timeout(Duration::from_millis(500))
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(5))
+            .keep_alive_timeout(Duration::from_secs(5))
+            .connect_lazy();
+        channels.insert((target, addr.to_owned()), channel.clone());
+        Ok(channel)
+    }
+}
+
+/// A connection to one peer.
+pub struct PeerConnection {
+    target: NodeId,
+    client: Result<RaftClient<Channel>, String>,
+}
+
+impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
+    type Network = PeerConnection;
+
+    async fn new_client(&mut self, target: NodeId, node: &NodeInfo) -> Self::Network {
+        let client = self
+            .channel(target, &node.peer_addr)
+            .map(|c| {
+                RaftClient::new(c)
+                    .max_decoding_message_size(64 << 20)
+                    .max_encoding_message_size(64 << 20)
+            })
+            .map_err(|e| format!("bad peer address {:?}: {e}", node.peer_addr));
+        PeerConnection { target, client }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Msg(String);
+
+impl PeerConnection {
+    /// Sends one request and decodes `Result<Resp, Err>` from the peer.
+    async fn call<Req, Resp, Err>(
+        &mut self,
+        method: &'static str,
+        req: &Req,
+        option: &RPCOption,
+    ) -> Result<Resp, RPCError<NodeId, NodeInfo, Err>>
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned,
+        Err: std::error::Error + DeserializeOwned,
+    {
+        let client = match &mut self.client {
+            Ok(c) => c,
+            Err(e) => return Err(RPCError::Unreachable(Unreachable::new(&Msg(e.clone())))),
+        };
+        let data = serde_json::to_vec(req).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        let mut request = tonic::Request::new(RaftPayload { data });
+        request.set_timeout(option.hard_ttl());
+        let call = async {
+            match method {
+                "vote" => client.vote(request).await,
+                "append" => client.append_entries(request).await,
+                _ => client.install_snapshot(request).await,
+            }
+        };
+        let reply = match tokio::time::timeout(option.hard_ttl(), call).await {
+            Ok(Ok(r)) => r.into_inner(),
+            Ok(Err(status)) => {
+                return Err(match status.code() {
+                    tonic::Code::Unavailable | tonic::Code::DeadlineExceeded => {
+                        RPCError::Unreachable(Unreachable::new(&status))
+                    }
+                    _ => RPCError::Network(NetworkError::new(&status)),
+                })
+            }
+            Err(elapsed) => return Err(RPCError::Unreachable(Unreachable::new(&elapsed))),
+        };
+        let result: Result<Resp, Err> = serde_json::from_slice(&reply.data)
+            .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        result.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerConnection {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, NodeInfo, RaftError<NodeId>>> {
+        self.call("append", &rpc, &option).await
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, NodeInfo, RaftError<NodeId, InstallSnapshotError>>,
+    > {
+        self.call("snapshot", &rpc, &option).await
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, NodeInfo, RaftError<NodeId>>> {
+        self.call("vote", &rpc, &option).await
+    }
+}

@@ -1,0 +1,164 @@
+//! The running node as its services see it: propose a command through Raft,
+//! confirm leadership for linearizable reads and keep-alives, and say who
+//! the leader is when this node is not.
+
+use crate::confirm::Confirmer;
+use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
+use openraft::ServerState;
+use raftlock_store::machine::{Command, LeaseError, Outcome, Reply};
+use raftlock_store::state_machine::SharedState;
+use raftlock_store::{NodeId, Proposal, Raft};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Why a node could not serve a request.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum NodeError {
+    /// This node does not lead; the client should go to the leader.
+    #[error("node {node} is not the leader{}", leader_addr.as_deref().map(|a| format!("; the leader is at {a}")).unwrap_or_else(|| "; no leader is known yet".into()))]
+    NotLeader {
+        /// This node.
+        node: NodeId,
+        /// The leader's client address, if known.
+        leader_addr: Option<String>,
+    },
+    /// The state machine refused the command.
+    #[error(transparent)]
+    Lease(#[from] LeaseError),
+    /// No quorum answered in time.
+    #[error("no quorum: {0}")]
+    Unavailable(String),
+    /// A wait for a lock timed out.
+    #[error("gave up waiting for lock {0:?}: the wait timed out")]
+    WaitTimedOut(String),
+    /// The request is malformed.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// Raft stopped (shutdown or a fatal storage error).
+    #[error("raft stopped: {0}")]
+    Stopped(String),
+}
+
+/// Shared handle to the node's Raft and state.
+pub struct Node {
+    /// This node's id.
+    pub id: NodeId,
+    /// The Raft instance.
+    pub raft: Raft,
+    /// The applied state.
+    pub state: Arc<SharedState>,
+    /// Batches leadership confirmations.
+    pub confirmer: Confirmer,
+    /// How long a proposal may take to commit.
+    pub write_timeout: Duration,
+    /// The longest election timeout: how long followers refuse to vote
+    /// after hearing from a leader.
+    pub leader_lease: Duration,
+    /// Set while this leader hands leadership over: writes are refused so
+    /// they do not keep the followers' leader lease fresh.
+    pub transferring: AtomicBool,
+}
+
+/// Wall-clock Unix ms, proposed as data with every command.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Node {
+    /// The leader's client address, if this node knows one.
+    pub fn leader_addr(&self) -> Option<String> {
+        let m = self.raft.metrics().borrow().clone();
+        let leader = m.current_leader?;
+        m.membership_config
+            .membership()
+            .get_node(&leader)
+            .map(|n| n.client_addr.clone())
+    }
+
+    /// Whether this node currently believes it leads.
+    pub fn is_leader(&self) -> bool {
+        self.raft.metrics().borrow().state == ServerState::Leader
+    }
+
+    /// The error for a request this node cannot serve because it does not lead.
+    pub fn not_leader(&self) -> NodeError {
+        NodeError::NotLeader {
+            node: self.id,
+            leader_addr: self.leader_addr(),
+        }
+    }
+
+    /// Proposes `command`, waits until it is committed and applied here, and
+    /// returns its log index and outcome.
+    pub async fn propose(&self, command: Command) -> Result<(u64, Outcome), NodeError> {
+        if self.transferring.load(Ordering::SeqCst) {
+            return Err(NodeError::Unavailable(
+                "leadership is being handed over; retry shortly".into(),
+            ));
+        }
+        let proposal = Proposal {
+            at_ms: now_ms(),
+            command,
+        };
+        let res = tokio::time::timeout(self.write_timeout, self.raft.client_write(proposal)).await;
+        let resp = match res {
+            Err(_) => {
+                return Err(NodeError::Unavailable(format!(
+                    "proposal not committed within {:?}",
+                    self.write_timeout
+                )))
+            }
+            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
+                return Err(NodeError::NotLeader {
+                    node: self.id,
+                    leader_addr: f.leader_node.map(|n| n.client_addr),
+                })
+            }
+            Ok(Err(RaftError::APIError(e))) => return Err(NodeError::Unavailable(e.to_string())),
+            Ok(Err(RaftError::Fatal(f))) => return Err(NodeError::Stopped(f.to_string())),
+            Ok(Ok(resp)) => resp,
+        };
+        let outcome = resp
+            .data
+            .outcome
+            .ok_or_else(|| NodeError::Stopped("normal entry applied without an outcome".into()))?;
+        Ok((resp.data.index, outcome))
+    }
+
+    /// Proposes `command` and returns its reply, or the state machine's
+    /// refusal as an error.
+    pub async fn propose_reply(&self, command: Command) -> Result<(u64, Reply), NodeError> {
+        let (index, outcome) = self.propose(command).await?;
+        Ok((index, outcome.reply?))
+    }
+
+    /// Waits until a read of the local state is linearizable: leadership
+    /// confirmed by a quorum after this call began, and the state applied up
+    /// to the commit point known then.
+    pub async fn linearizable(&self) -> Result<(), NodeError> {
+        self.confirmer
+            .confirmed_after(tokio::time::Instant::now())
+            .await
+    }
+}
+
+/// Maps openraft's read-index errors.
+pub(crate) fn check_leader_error(
+    node: NodeId,
+    e: RaftError<NodeId, CheckIsLeaderError<NodeId, raftlock_store::NodeInfo>>,
+) -> NodeError {
+    match e {
+        RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)) => NodeError::NotLeader {
+            node,
+            leader_addr: f.leader_node.map(|n| n.client_addr),
+        },
+        RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(q)) => {
+            NodeError::Unavailable(q.to_string())
+        }
+        RaftError::Fatal(f) => NodeError::Stopped(f.to_string()),
+    }
+}

@@ -1,0 +1,281 @@
+//! Starting and stopping a node: open and check the data dir, start Raft,
+//! bootstrap on a first start, serve peers and clients, and on shutdown
+//! hand leadership over before stopping.
+
+use crate::config::{cluster_id, NodeConfig};
+use crate::confirm::Confirmer;
+use crate::grpc::{cluster::ClusterService, election::ElectionService, lock::LockService};
+use crate::grpc::{raft::PeerService, session::SessionService};
+use crate::lease::LeaseDriver;
+use crate::network::PeerNetwork;
+use crate::node::Node;
+use crate::waits::Waits;
+use raftlock_proto::v1::{
+    cluster_server::ClusterServer, election_server::ElectionServer, lock_server::LockServer,
+    raft_server::RaftServer, session_server::SessionServer,
+};
+use raftlock_store::data_dir::{DataDir, DataDirError};
+use raftlock_store::{open_storage, NodeInfo, Raft};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_stream::wrappers::TcpListenerStream;
+use tracing::{info, warn};
+
+/// Why a node could not start or stopped badly.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The data directory is unusable.
+    #[error(transparent)]
+    DataDir(#[from] DataDirError),
+    /// Storage failed.
+    #[error("storage: {0}")]
+    Storage(String),
+    /// Raft could not start.
+    #[error("raft: {0}")]
+    Raft(String),
+    /// A listener could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A server failed.
+    #[error("server: {0}")]
+    Serve(String),
+}
+
+/// A started node.
+pub struct RunningNode {
+    /// The node's shared handle.
+    pub node: Arc<Node>,
+    data: DataDir,
+    stop: watch::Sender<bool>,
+    servers: Vec<tokio::task::JoinHandle<Result<(), tonic::transport::Error>>>,
+}
+
+/// Opens the data dir, starts Raft and the listeners.
+pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
+    let cluster = (!config.initial_cluster.is_empty()).then(|| cluster_id(&config.initial_cluster));
+    let data = DataDir::open(&config.data_dir, config.id, cluster.as_deref())?;
+    let (log, sm) = open_storage(&data).map_err(|e| StartError::Storage(e.to_string()))?;
+    let shared = sm.shared();
+
+    let raft_config = openraft::Config {
+        cluster_name: "raftlock".into(),
+        heartbeat_interval: config.heartbeat.as_millis() as u64,
+        election_timeout_min: config.election_timeout.as_millis() as u64,
+        election_timeout_max: config.election_timeout.as_millis() as u64 * 2,
+        install_snapshot_timeout: 10_000,
+        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(config.snapshot_every),
+        max_in_snapshot_log_to_keep: 1_000,
+        ..Default::default()
+    }
+    .validate()
+    .map_err(|e| StartError::Raft(e.to_string()))?;
+    let leader_lease = Duration::from_millis(raft_config.election_timeout_max);
+    let raft = Raft::new(
+        config.id,
+        Arc::new(raft_config),
+        PeerNetwork::default(),
+        log,
+        sm,
+    )
+    .await
+    .map_err(|e| StartError::Raft(e.to_string()))?;
+
+    let me = NodeInfo {
+        peer_addr: config.advertise_peer.clone(),
+        client_addr: config.advertise_client.clone(),
+    };
+    bootstrap(&raft, &config, &me).await?;
+
+    let confirmer = Confirmer::start(config.id, raft.clone(), Duration::from_secs(3));
+    let node = Arc::new(Node {
+        id: config.id,
+        raft: raft.clone(),
+        state: shared.clone(),
+        confirmer,
+        write_timeout: Duration::from_secs(5),
+        leader_lease,
+        transferring: AtomicBool::new(false),
+    });
+    let waits = Arc::new(Waits::default());
+    tokio::spawn(waits.clone().dispatch(shared.clone()));
+    let leases = LeaseDriver::new(node.clone());
+    tokio::spawn(leases.clone().run());
+
+    let (stop, stopped) = watch::channel(false);
+    let peer_listener = bind(&config.listen_peer).await?;
+    let client_listener = bind(&config.listen_client).await?;
+    let shutdown = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let peer_server = tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .add_service(
+            RaftServer::new(PeerService::new(raft.clone()))
+                .max_decoding_message_size(64 << 20)
+                .max_encoding_message_size(64 << 20),
+        )
+        .serve_with_incoming_shutdown(
+            TcpListenerStream::new(peer_listener),
+            shutdown(stopped.clone()),
+        );
+    let client_server = tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .add_service(SessionServer::new(SessionService::new(
+            node.clone(),
+            leases.clone(),
+        )))
+        .add_service(LockServer::new(LockService::new(
+            node.clone(),
+            waits.clone(),
+        )))
+        .add_service(ElectionServer::new(ElectionService::new(
+            node.clone(),
+            waits.clone(),
+        )))
+        .add_service(ClusterServer::new(ClusterService::new(node.clone())))
+        .serve_with_incoming_shutdown(TcpListenerStream::new(client_listener), shutdown(stopped));
+    let servers = vec![tokio::spawn(peer_server), tokio::spawn(client_server)];
+    info!(
+        node = config.id,
+        client = %config.listen_client,
+        peer = %config.listen_peer,
+        data_dir = %config.data_dir.display(),
+        "raftlockd serving"
+    );
+    Ok(RunningNode {
+        node,
+        data,
+        stop,
+        servers,
+    })
+}
+
+async fn bind(addr: &str) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Listen {
+            addr: addr.to_owned(),
+            source,
+        })
+}
+
+/// Initializes the cluster on a first start: only when this node's Raft
+/// state is empty (no log, no vote) and `--initial-cluster` names members.
+/// Every member may do this with the same list; openraft accepts the same
+/// initial membership from each. Later starts recover from the data dir.
+async fn bootstrap(raft: &Raft, config: &NodeConfig, me: &NodeInfo) -> Result<(), StartError> {
+    let initialized = raft
+        .is_initialized()
+        .await
+        .map_err(|e| StartError::Raft(e.to_string()))?;
+    if initialized || config.initial_cluster.is_empty() {
+        if initialized && !config.initial_cluster.is_empty() {
+            info!(
+                node = config.id,
+                "recovering from data dir; --initial-cluster is ignored"
+            );
+        }
+        return Ok(());
+    }
+    let members: BTreeMap<u64, NodeInfo> = config
+        .initial_cluster
+        .iter()
+        .map(|(id, m)| {
+            (
+                *id,
+                NodeInfo {
+                    peer_addr: m.peer.clone(),
+                    client_addr: m.client.clone(),
+                },
+            )
+        })
+        .collect();
+    if members.get(&config.id) != Some(me) {
+        warn!(node = config.id, advertised = %me, "--initial-cluster gives this node other addresses than it advertises");
+    }
+    info!(
+        node = config.id,
+        members = members.len(),
+        "bootstrapping a new cluster"
+    );
+    match raft.initialize(members).await {
+        Ok(()) => Ok(()),
+        Err(openraft::error::RaftError::APIError(e)) => {
+            // Another member's initial entry reached us first: same cluster.
+            info!(node = config.id, reason = %e, "cluster already initialized");
+            Ok(())
+        }
+        Err(e) => Err(StartError::Raft(e.to_string())),
+    }
+}
+
+impl RunningNode {
+    /// Serves until `signal` resolves, then shuts down gracefully: a leader
+    /// hands leadership to a caught-up follower first, then listeners stop,
+    /// Raft stops, and the database is flushed.
+    pub async fn run_until(self, signal: impl Future<Output = ()>) -> Result<(), StartError> {
+        let mut servers = self.servers;
+        let first_to_end = futures::future::select_all(servers.iter_mut());
+        tokio::select! {
+            _ = signal => {}
+            (res, i, _) = first_to_end => {
+                let which = if i == 0 { "peer" } else { "client" };
+                return Err(StartError::Serve(format!("{which} server ended: {res:?}")));
+            }
+        }
+        info!(node = self.node.id, "shutting down");
+        if self.node.is_leader() {
+            let voters = self
+                .node
+                .raft
+                .metrics()
+                .borrow()
+                .membership_config
+                .membership()
+                .voter_ids()
+                .count();
+            if voters > 1 {
+                match tokio::time::timeout(
+                    Duration::from_secs(8),
+                    crate::transfer::transfer_leadership(&self.node, 0),
+                )
+                .await
+                {
+                    Ok(Ok(l)) => info!(
+                        node = self.node.id,
+                        new_leader = l,
+                        "handed leadership over"
+                    ),
+                    Ok(Err(e)) => {
+                        warn!(node = self.node.id, error = %e, "could not hand leadership over")
+                    }
+                    Err(_) => warn!(node = self.node.id, "leadership handover timed out"),
+                }
+            }
+        }
+        let _ = self.stop.send(true);
+        for s in servers {
+            let _ = tokio::time::timeout(Duration::from_secs(2), s).await;
+        }
+        if let Err(e) = self.node.raft.shutdown().await {
+            warn!(node = self.node.id, error = %e, "raft shutdown");
+        }
+        self.data
+            .db()
+            .flush_async()
+            .await
+            .map_err(|e| StartError::Storage(e.to_string()))?;
+        info!(node = self.node.id, "stopped");
+        Ok(())
+    }
+}

@@ -1,0 +1,98 @@
+//! Leadership transfer. openraft 0.9 has no transfer call, and followers
+//! refuse to vote while the leader's lease (the longest election timeout)
+//! is fresh. So the leader stops heartbeats and refuses new writes (they
+//! would refresh the lease too), waits out the lease, and asks the target
+//! to campaign (`trigger().elect()`); the target wins with an up-to-date log.
+
+use crate::grpc::cluster::ask_to_campaign;
+use crate::node::{Node, NodeError};
+use openraft::ServerState;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+/// Hands leadership to `to` (0 = the most caught-up other voter), or, when
+/// `to` is this node, campaigns. Returns the new leader's id.
+pub async fn transfer_leadership(node: &Node, to: u64) -> Result<u64, NodeError> {
+    if to == node.id {
+        if node.is_leader() {
+            return Ok(node.id);
+        }
+        node.raft
+            .trigger()
+            .elect()
+            .await
+            .map_err(|e| NodeError::Stopped(e.to_string()))?;
+        return wait_for_leader(node, |l| l == node.id, Duration::from_secs(5)).await;
+    }
+    if !node.is_leader() {
+        return Err(node.not_leader());
+    }
+    let m = node.raft.metrics().borrow().clone();
+    let membership = m.membership_config.membership().clone();
+    let target = if to != 0 {
+        if !membership.voter_ids().any(|v| v == to) {
+            return Err(NodeError::InvalidArgument(format!(
+                "node {to} is not a voter"
+            )));
+        }
+        to
+    } else {
+        // The follower with the most log replicated is the quickest to win.
+        let repl = m.replication.clone().unwrap_or_default();
+        membership
+            .voter_ids()
+            .filter(|v| *v != node.id)
+            .max_by_key(|v| repl.get(v).cloned().flatten().map(|l| l.index))
+            .ok_or_else(|| {
+                NodeError::InvalidArgument("no other voter to hand leadership to".into())
+            })?
+    };
+    let addr = membership
+        .get_node(&target)
+        .map(|n| n.client_addr.clone())
+        .ok_or_else(|| NodeError::InvalidArgument(format!("node {target} has no address")))?;
+    info!(node = node.id, target, "transferring leadership");
+    node.transferring.store(true, Ordering::SeqCst);
+    node.raft.runtime_config().heartbeat(false);
+    let result = async {
+        tokio::time::sleep(node.leader_lease + Duration::from_millis(50)).await;
+        ask_to_campaign(target, &addr).await?;
+        wait_for_leader(node, |l| l != node.id, Duration::from_secs(5)).await
+    }
+    .await;
+    node.raft.runtime_config().heartbeat(true);
+    node.transferring.store(false, Ordering::SeqCst);
+    if let Err(e) = &result {
+        warn!(node = node.id, target, error = %e, "leadership transfer failed");
+    }
+    result
+}
+
+async fn wait_for_leader(
+    node: &Node,
+    ok: impl Fn(u64) -> bool,
+    within: Duration,
+) -> Result<u64, NodeError> {
+    let deadline = Instant::now() + within;
+    let mut metrics = node.raft.metrics();
+    loop {
+        {
+            let m = metrics.borrow_and_update();
+            if let Some(l) = m.current_leader {
+                if ok(l) && (l != node.id || m.state == ServerState::Leader) {
+                    return Ok(l);
+                }
+            }
+        }
+        if tokio::time::timeout_at(deadline, metrics.changed())
+            .await
+            .is_err()
+        {
+            return Err(NodeError::Unavailable(format!(
+                "no new leader within {within:?}"
+            )));
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Whole-cluster restart from data dirs, and a paused node that must not
+//! expire anyone when it wakes.
+
+use raftlock_tests::{raw, Cluster};
+use std::time::Duration;
+
+#[tokio::test]
+async fn full_restart_keeps_holders_waiters_and_token_order() {
+    let mut cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    let leader_addr = client.status().await.unwrap().leader_addr;
+    let s1 = raw::silent_session(&leader_addr, 60_000).await;
+    let s2 = raw::silent_session(&leader_addr, 60_000).await;
+    let mut tokens = Vec::new();
+    for name in ["r/1", "r/2", "r/3"] {
+        let g = raw::acquire(&leader_addr, s1, name, None).await.unwrap();
+        tokens.push(g.grant.unwrap().token);
+    }
+    // A queued waiter: the call gives up quickly, the wait stays queued.
+    let queued = raw::acquire(&leader_addr, s2, "r/1", Some(600_000));
+    let _ = tokio::time::timeout(Duration::from_millis(500), queued).await;
+    let before = client.describe("r/1").await.unwrap();
+    assert_eq!(before.waiters.len(), 1);
+    let max_before = client.status().await.unwrap().applied_index;
+
+    for id in 1..=3 {
+        cluster.kill(id);
+    }
+    for id in 1..=3 {
+        cluster.start_node(id);
+    }
+    cluster.wait_for_leader(Duration::from_secs(20)).await;
+    let client = cluster.client().await;
+    for (name, token) in ["r/1", "r/2", "r/3"].iter().zip(&tokens) {
+        let d = client.describe(name).await.unwrap();
+        assert_eq!(d.holders.len(), 1, "{name} lost its holder");
+        assert_eq!((d.holders[0].session_id, d.holders[0].token), (s1, *token));
+    }
+    let after = client.describe("r/1").await.unwrap();
+    assert_eq!(after.waiters.len(), 1, "the waiter survived");
+    assert_eq!(after.waiters[0].session_id, s2);
+
+    let session = client.session(Duration::from_secs(5)).await.unwrap();
+    let g = session.lock("r/new").try_acquire().await.unwrap().unwrap();
+    assert!(
+        g.token() > max_before,
+        "token {} reissued or went back (applied before restart: {max_before})",
+        g.token()
+    );
+}
+
+#[tokio::test]
+async fn paused_leader_does_not_expire_sessions_when_it_wakes() {
+    let mut cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    // The TTL outlasts a failover (about 2 s here), not the pause.
+    let session = client.session(Duration::from_secs(4)).await.unwrap();
+    let guard = session.lock("held").try_acquire().await.unwrap().unwrap();
+    let old = cluster.leader().await.unwrap();
+
+    cluster.pause(old);
+    let new = cluster
+        .wait_for_new_leader(old, Duration::from_secs(10))
+        .await;
+    // Paused well past the TTL, while the session renews through the new leader.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    cluster.resume(old);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    assert!(
+        session.is_valid(),
+        "session lost; logs:\n{}",
+        cluster.logs()
+    );
+    let d = client.describe("held").await.unwrap();
+    assert_eq!(d.holders.len(), 1, "lock freed after the old leader woke");
+    assert_eq!(d.holders[0].token, guard.token());
+    let log = cluster.log_of(old);
+    assert!(
+        !log.contains("expiring sessions"),
+        "the woken leader proposed an expiry:\n{log}"
+    );
+    let _ = new;
+}
+
+#[tokio::test]
+async fn paused_follower_wakes_without_disturbing_leases() {
+    let mut cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    let session = client.session(Duration::from_secs(2)).await.unwrap();
+    let guard = session.lock("steady").try_acquire().await.unwrap().unwrap();
+    let leader = cluster.leader().await.unwrap();
+    let follower = (1..=3).find(|i| *i != leader).unwrap();
+    cluster.pause(follower);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    cluster.resume(follower);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(session.is_valid());
+    let d = client.describe("steady").await.unwrap();
+    assert_eq!(d.holders[0].token, guard.token());
+}
