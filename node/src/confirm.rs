@@ -7,6 +7,7 @@
 
 use crate::node::{check_leader_error, NodeError};
 use raftlock_store::{NodeId, Raft};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
@@ -25,11 +26,15 @@ pub struct Confirmer {
     rounds: watch::Receiver<Option<Round>>,
     demand: Arc<Notify>,
     timeout: Duration,
+    /// Set while leadership is handed over: a round's appends would keep
+    /// the followers' leader lease fresh and make them refuse the
+    /// successor's vote.
+    paused: Arc<AtomicBool>,
 }
 
 impl Confirmer {
     /// Starts the round loop for `raft`.
-    pub fn start(id: NodeId, raft: Raft, timeout: Duration) -> Self {
+    pub fn start(id: NodeId, raft: Raft, timeout: Duration, paused: Arc<AtomicBool>) -> Self {
         let (tx, rx) = watch::channel(None);
         let demand = Arc::new(Notify::new());
         let notified = demand.clone();
@@ -53,11 +58,17 @@ impl Confirmer {
             rounds: rx,
             demand,
             timeout,
+            paused,
         }
     }
 
     /// Waits for a round that started at or after `t` and returns its result.
     pub async fn confirmed_after(&self, t: Instant) -> Result<(), NodeError> {
+        if self.paused.load(Ordering::SeqCst) {
+            return Err(NodeError::Unavailable(
+                "leadership is being handed over; retry shortly".into(),
+            ));
+        }
         let mut rx = self.rounds.clone();
         let give_up = t + self.timeout * 2;
         loop {

@@ -63,12 +63,24 @@ impl LeaseDriver {
     /// confirmed this node still leads.
     pub async fn renew(&self, session: SessionId) -> Result<Duration, NodeError> {
         let received = Instant::now();
-        let ttl = {
+        let ttl_of = |session| {
             let state = self.node.state.read();
-            let s = state.machine.session(session).ok_or(
-                raftlock_store::machine::LeaseError::SessionNotFound(session),
-            )?;
-            Duration::from_millis(s.ttl_ms)
+            state
+                .machine
+                .session(session)
+                .map(|s| Duration::from_millis(s.ttl_ms))
+        };
+        let ttl = match ttl_of(session) {
+            Some(ttl) => ttl,
+            None => {
+                // A new leader may not have applied the entry that created
+                // the session yet; "not found" ends the client's session
+                // for good, so say it only once this node has caught up.
+                self.node.confirmer.confirmed_after(received).await?;
+                ttl_of(session).ok_or(raftlock_store::machine::LeaseError::SessionNotFound(
+                    session,
+                ))?
+            }
         };
         {
             let mut d = self.lock();

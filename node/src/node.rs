@@ -57,7 +57,12 @@ pub struct Node {
     pub leader_lease: Duration,
     /// Set while this leader hands leadership over: writes are refused so
     /// they do not keep the followers' leader lease fresh.
-    pub transferring: AtomicBool,
+    pub transferring: Arc<AtomicBool>,
+    /// Becomes true when the node starts shutting down (after any
+    /// leadership handover), so long-lived streams can end at once and
+    /// send their clients to the new leader instead of stalling while the
+    /// listeners drain.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 /// Wall-clock Unix ms, proposed as data with every command.

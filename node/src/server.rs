@@ -96,7 +96,14 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     };
     bootstrap(&raft, &config, &me).await?;
 
-    let confirmer = Confirmer::start(config.id, raft.clone(), Duration::from_secs(3));
+    let transferring = Arc::new(AtomicBool::new(false));
+    let confirmer = Confirmer::start(
+        config.id,
+        raft.clone(),
+        Duration::from_secs(3),
+        transferring.clone(),
+    );
+    let (stop, stopped) = watch::channel(false);
     let node = Arc::new(Node {
         id: config.id,
         raft: raft.clone(),
@@ -104,14 +111,14 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         confirmer,
         write_timeout: Duration::from_secs(5),
         leader_lease,
-        transferring: AtomicBool::new(false),
+        transferring,
+        stopping: stopped.clone(),
     });
     let waits = Arc::new(Waits::default());
     tokio::spawn(waits.clone().dispatch(shared.clone()));
     let leases = LeaseDriver::new(node.clone());
     tokio::spawn(leases.clone().run());
 
-    let (stop, stopped) = watch::channel(false);
     let peer_listener = bind(&config.listen_peer).await?;
     let client_listener = bind(&config.listen_client).await?;
     let shutdown = |mut rx: watch::Receiver<bool>| async move {
@@ -263,9 +270,17 @@ impl RunningNode {
                 }
             }
         }
+        // A node on its way out must not campaign again: with its listeners
+        // closing it would stop hearing the new leader and win an election
+        // it cannot serve.
+        self.node.raft.runtime_config().elect(false);
         let _ = self.stop.send(true);
+        // Keep-alive streams end themselves on `stop` with the new leader's
+        // address, so the drain can be short; a call still in flight when
+        // it ends is retried by its client elsewhere under the same
+        // request id.
         for s in servers {
-            let _ = tokio::time::timeout(Duration::from_secs(2), s).await;
+            let _ = tokio::time::timeout(Duration::from_millis(500), s).await;
         }
         if let Err(e) = self.node.raft.shutdown().await {
             warn!(node = self.node.id, error = %e, "raft shutdown");

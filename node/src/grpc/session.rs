@@ -69,19 +69,30 @@ impl SessionApi for SessionService {
     ) -> Result<Response<Self::KeepAliveStream>, Status> {
         let mut inbound = req.into_inner();
         let leases = self.leases.clone();
-        let node_id = self.node.id;
+        let node = self.node.clone();
+        let mut stopping = self.node.stopping.clone();
         let out = async_stream_from(move |tx| async move {
-            while let Some(msg) = inbound.next().await {
+            loop {
+                let msg = tokio::select! {
+                    m = inbound.next() => m,
+                    // A stopping node has already handed leadership over:
+                    // point the client at the successor now rather than
+                    // let its renewals stall until the listener closes.
+                    _ = async { drop(stopping.wait_for(|s| *s).await) } => {
+                        let _ = tx.send(Err(status(node.not_leader()))).await;
+                        return;
+                    }
+                };
                 let msg = match msg {
-                    Ok(m) => m,
-                    Err(_) => return,
+                    Some(Ok(m)) => m,
+                    Some(Err(_)) | None => return,
                 };
                 let session = msg.session_id;
                 let res = leases
                     .renew(session)
                     .instrument(tracing::debug_span!(
                         "session.keepalive",
-                        node = node_id,
+                        node = node.id,
                         session
                     ))
                     .await;
