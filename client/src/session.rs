@@ -189,12 +189,14 @@ async fn keep_alive(weak: Weak<SessionInner>) {
         let mut inbound = match opened {
             Ok(Ok(r)) => r.into_inner(),
             Ok(Err(status)) => {
+                tracing::debug!(session = id, node = %addr, error = %status.message(), "keep-alive stream refused");
                 client.learn(&addr, &status);
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(max_backoff);
                 continue;
             }
             Err(_) => {
+                tracing::debug!(session = id, node = %addr, "keep-alive stream did not open in time");
                 client.forget_leader(&addr);
                 continue;
             }
@@ -212,6 +214,7 @@ async fn keep_alive(weak: Weak<SessionInner>) {
                 Ok(Ok(Some(_))) => {
                     let Some(inner) = weak.upgrade() else { return };
                     inner.acknowledged(sent);
+                    tracing::trace!(session = id, node = %addr, "keep-alive acknowledged");
                     client.remember_leader(&addr);
                     backoff = Duration::from_millis(50);
                 }
@@ -222,15 +225,37 @@ async fn keep_alive(weak: Weak<SessionInner>) {
                     return;
                 }
                 Ok(Err(status)) => {
+                    tracing::debug!(session = id, node = %addr, error = %status.message(), "keep-alive refused");
                     client.learn(&addr, &status);
                     break;
                 }
                 Ok(Ok(None)) | Err(_) => {
+                    tracing::debug!(session = id, node = %addr, "keep-alive unanswered");
                     client.forget_leader(&addr);
                     break;
                 }
             }
-            tokio::time::sleep_until(sent + interval).await;
+            // The server speaks unasked only to end the stream (it is
+            // stepping down or stopping); move on at once, not at the next
+            // renewal, since a failover leaves little of the TTL.
+            tokio::select! {
+                _ = tokio::time::sleep_until(sent + interval) => continue,
+                m = inbound.message() => match m {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => client.forget_leader(&addr),
+                    Err(status) if status.code() == tonic::Code::NotFound => {
+                        if let Some(inner) = weak.upgrade() {
+                            inner.end(Error::SessionGone(id));
+                        }
+                        return;
+                    }
+                    Err(status) => {
+                        tracing::debug!(session = id, node = %addr, error = %status.message(), "keep-alive stream ended by server");
+                        client.learn(&addr, &status);
+                    }
+                },
+            }
+            break;
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(max_backoff);

@@ -64,6 +64,14 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 impl Cluster {
     /// Starts `n` nodes and waits for a leader.
     pub async fn start(n: u64) -> Cluster {
+        // RAFTLOCK_TEST_CLIENT_LOG=raftlock_client=debug shows what the
+        // client library does during a test.
+        if let Ok(filter) = std::env::var("RAFTLOCK_TEST_CLIENT_LOG") {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                .with_test_writer()
+                .try_init();
+        }
         let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         let dir = tempfile::Builder::new()
             .prefix("raftlock-test-")
@@ -123,7 +131,10 @@ impl Cluster {
             .arg(&node.peer_addr)
             .arg("--initial-cluster")
             .arg(&initial)
-            .env("RUST_LOG", "info,openraft=warn")
+            .env(
+                "RUST_LOG",
+                std::env::var("RAFTLOCK_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()),
+            )
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log file"))
             .stderr(log)
@@ -150,7 +161,8 @@ impl Cluster {
     }
 
     /// SIGTERM node `id` and wait for it to exit; returns whether it exited 0.
-    pub fn terminate(&mut self, id: u64) -> bool {
+    /// Async, so the test's clients keep running meanwhile.
+    pub async fn terminate(&mut self, id: u64) -> bool {
         self.signal(id, libc::SIGTERM);
         let Some(mut c) = self.node(id).child.take() else {
             return false;
@@ -160,7 +172,7 @@ impl Cluster {
             match c.try_wait() {
                 Ok(Some(status)) => return status.success(),
                 Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20))
+                    tokio::time::sleep(Duration::from_millis(20)).await
                 }
                 _ => {
                     let _ = c.kill();
