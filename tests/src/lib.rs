@@ -310,17 +310,22 @@ pub mod raw {
             .expect("connects")
     }
 
-    /// Creates a session on `leader` and never keeps it alive.
-    pub async fn silent_session(leader: &str, ttl_ms: u64) -> u64 {
-        SessionClient::new(channel(leader).await)
+    /// Creates a session on `node` and never keeps it alive.
+    pub async fn create_session(node: &str, ttl_ms: u64) -> Result<u64, tonic::Status> {
+        let r = SessionClient::new(channel(node).await)
             .create(CreateSessionRequest {
                 ttl_ms,
                 client_name: "silent".into(),
             })
+            .await?;
+        Ok(r.into_inner().session_id)
+    }
+
+    /// Creates a session on `leader` and never keeps it alive.
+    pub async fn silent_session(leader: &str, ttl_ms: u64) -> u64 {
+        create_session(leader, ttl_ms)
             .await
             .expect("session created")
-            .into_inner()
-            .session_id
     }
 
     /// Acquires `name` for `session` (try-lock or wait).

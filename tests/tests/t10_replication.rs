@@ -219,3 +219,36 @@ async fn silent_session_expires_after_ttl_not_before_and_hands_over() {
     let d = client.describe("lease").await.unwrap();
     assert_eq!(d.holders[0].session_id, waiter.id());
 }
+
+#[tokio::test]
+async fn follower_answers_unavailable_with_the_leader_address() {
+    let cluster = Cluster::start(3).await;
+    let leader = cluster.wait_for_leader(Duration::from_secs(5)).await;
+    let endpoints = cluster.endpoints();
+    let leader_addr = &endpoints[(leader - 1) as usize];
+    let follower_addr = endpoints
+        .iter()
+        .find(|e| *e != leader_addr)
+        .expect("a follower");
+    let status = raw::create_session(follower_addr, 5_000)
+        .await
+        .expect_err("a follower does not serve writes");
+    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    let hint = status
+        .metadata()
+        .get(raftlock_proto::LEADER_METADATA_KEY)
+        .expect("leader hint in metadata")
+        .to_str()
+        .unwrap();
+    assert_eq!(hint, leader_addr.as_str());
+    assert!(
+        status.message().contains(leader_addr),
+        "{}",
+        status.message()
+    );
+    // The hint is usable as is.
+    let session = raw::create_session(hint, 5_000)
+        .await
+        .expect("the leader serves");
+    assert!(session > 0);
+}
