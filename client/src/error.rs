@@ -3,6 +3,18 @@
 use tonic::Code;
 
 /// An error from the client library.
+///
+/// ```no_run
+/// # async fn f(s: raftlock_client::Session) {
+/// use raftlock_client::Error;
+/// match s.lock("deploy").timeout(std::time::Duration::from_secs(5)).acquire().await {
+///     Ok(guard) => println!("token {}", guard.token()),
+///     Err(Error::WaitTimedOut(name)) => println!("{name} stayed busy"),
+///     Err(Error::SessionLost(_) | Error::SessionGone(_)) => println!("start a new session"),
+///     Err(e) => eprintln!("raftlock: {e}"),
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// No endpoints were given.
@@ -46,7 +58,14 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether another attempt (with the same request id) may succeed.
+    /// Whether another attempt may succeed (the client already retried
+    /// until its deadline; a caller may try again later).
+    ///
+    /// ```
+    /// use raftlock_client::Error;
+    /// assert!(Error::Unavailable("no leader".into()).is_retryable());
+    /// assert!(!Error::SessionGone(7).is_retryable());
+    /// ```
     pub fn is_retryable(&self) -> bool {
         matches!(self, Error::Unavailable(_))
     }

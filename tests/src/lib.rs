@@ -328,6 +328,25 @@ pub mod raw {
             .expect("session created")
     }
 
+    /// Acquires `name` for `session` with a given request id, as a client's
+    /// retry of one logical acquisition does.
+    pub async fn acquire_with_id(
+        node: &str,
+        session: u64,
+        name: &str,
+        request_id: [u8; 16],
+    ) -> Result<AcquireResponse, tonic::Status> {
+        LockClient::new(channel(node).await)
+            .acquire(AcquireRequest {
+                session_id: session,
+                name: name.into(),
+                request_id: request_id.to_vec(),
+                ..Default::default()
+            })
+            .await
+            .map(|r| r.into_inner())
+    }
+
     /// Acquires `name` for `session` (try-lock or wait).
     pub async fn acquire(
         leader: &str,

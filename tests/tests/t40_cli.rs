@@ -56,7 +56,7 @@ async fn lock_runs_a_command_with_the_token_and_releases_after() {
         .unwrap();
     assert_eq!(v.status.code(), Some(3), "a released token is stale");
 
-    // Held by someone else: a try (--timeout 0) exits 2 without running the command.
+    // Held by someone else: a try (--timeout 0) exits 75 without running the command.
     let session = client.session(Duration::from_secs(5)).await.unwrap();
     let _g = session
         .lock("cli/job")
@@ -74,7 +74,7 @@ async fn lock_runs_a_command_with_the_token_and_releases_after() {
     })
     .await
     .unwrap();
-    assert_eq!(busy.status.code(), Some(2));
+    assert_eq!(busy.status.code(), Some(75));
 
     let json = raftlock(&cluster)
         .args(["describe", "cli/job", "--output", "json"])
@@ -83,5 +83,297 @@ async fn lock_runs_a_command_with_the_token_and_releases_after() {
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("describe prints JSON");
     assert_eq!(v["holders"][0]["session_id"], session.id());
     let status = raftlock(&cluster).args(["status"]).output().unwrap();
-    assert!(String::from_utf8_lossy(&status.stdout).contains("leader: node"));
+    assert!(String::from_utf8_lossy(&status.stdout).contains("leader node"));
+}
+
+/// Runs `raftlock lock` as a child process.
+fn spawn_lock(cluster: &Cluster, args: &[&str]) -> std::process::Child {
+    raftlock(cluster)
+        .arg("lock")
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+async fn wait_child(mut child: std::process::Child, within: Duration) -> std::process::Output {
+    let deadline = std::time::Instant::now() + within;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("raftlock lock did not finish within {within:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[tokio::test]
+async fn concurrent_lock_loops_never_interleave_and_tokens_grow() {
+    let cluster = Cluster::start(3).await;
+    let file = cluster.dir().join("shared.log");
+    let script = format!(
+        "echo \"begin $RAFTLOCK_TOKEN\" >> {f}; sleep 0.05; echo \"end $RAFTLOCK_TOKEN\" >> {f}",
+        f = file.display()
+    );
+    let mut loops = Vec::new();
+    for _ in 0..2 {
+        let endpoints = cluster.endpoints().join(",");
+        let script = script.clone();
+        loops.push(tokio::task::spawn_blocking(move || {
+            for _ in 0..5 {
+                let out = Command::new(binary("raftlock"))
+                    .env("RAFTLOCK_ENDPOINTS", &endpoints)
+                    .args([
+                        "lock",
+                        "--ttl",
+                        "5s",
+                        "--timeout",
+                        "30s",
+                        "job",
+                        "--",
+                        "sh",
+                        "-c",
+                        &script,
+                    ])
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }));
+    }
+    for l in loops {
+        l.await.unwrap();
+    }
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 20, "{text}");
+    let mut last = 0u64;
+    for pair in lines.chunks(2) {
+        let begin: u64 = pair[0].strip_prefix("begin ").unwrap().parse().unwrap();
+        let end: u64 = pair[1]
+            .strip_prefix("end ")
+            .unwrap_or_else(|| panic!("interleaved:\n{text}"))
+            .parse()
+            .unwrap();
+        assert_eq!(begin, end, "interleaved:\n{text}");
+        assert!(begin > last, "tokens must strictly increase:\n{text}");
+        last = begin;
+    }
+}
+
+#[tokio::test]
+async fn a_lost_lock_stops_the_command_before_the_ttl_and_exits_76() {
+    let mut cluster = Cluster::start(3).await;
+    let marker = cluster.dir().join("terminated");
+    let script = format!(
+        "trap 'echo term > {}; exit 0' TERM; while true; do sleep 0.05; done",
+        marker.display()
+    );
+    let child = spawn_lock(
+        &cluster,
+        &["--ttl", "3s", "lost/job", "--", "sh", "-c", &script],
+    );
+    let client = cluster.client().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while client
+        .describe("lost/job")
+        .await
+        .unwrap()
+        .holders
+        .is_empty()
+    {
+        assert!(std::time::Instant::now() < deadline, "never acquired");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The whole cluster stops answering: from here no keep-alive can be
+    // acknowledged, so the server-side TTL is at most 3 s away.
+    for id in 1..=3 {
+        cluster.pause(id);
+    }
+    let frozen = std::time::Instant::now();
+    while !marker.exists() {
+        assert!(
+            frozen.elapsed() < Duration::from_secs(3),
+            "command not stopped within the TTL"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let stopped_after = frozen.elapsed();
+    let out = wait_child(child, Duration::from_secs(10)).await;
+    assert_eq!(
+        out.status.code(),
+        Some(76),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("command stopped {stopped_after:?} after the cluster froze (TTL 3 s)");
+    for id in 1..=3 {
+        cluster.resume(id);
+    }
+}
+
+#[tokio::test]
+async fn leader_kill_while_locked_keeps_the_lock_and_the_command() {
+    let mut cluster = Cluster::start(3).await;
+    let file = cluster.dir().join("order.log");
+    let first_script = format!(
+        "sleep 4; echo \"first $RAFTLOCK_TOKEN\" >> {}",
+        file.display()
+    );
+    let first = spawn_lock(
+        &cluster,
+        &["--ttl", "5s", "kill/job", "--", "sh", "-c", &first_script],
+    );
+    let client = cluster.client().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while client
+        .describe("kill/job")
+        .await
+        .unwrap()
+        .holders
+        .is_empty()
+    {
+        assert!(std::time::Instant::now() < deadline, "never acquired");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let second_script = format!("echo \"second $RAFTLOCK_TOKEN\" >> {}", file.display());
+    let second = spawn_lock(
+        &cluster,
+        &[
+            "--ttl",
+            "5s",
+            "--timeout",
+            "30s",
+            "kill/job",
+            "--",
+            "sh",
+            "-c",
+            &second_script,
+        ],
+    );
+    let old = cluster.leader().await.unwrap();
+    cluster.kill(old);
+    cluster
+        .wait_for_new_leader(old, Duration::from_secs(10))
+        .await;
+    let first = wait_child(first, Duration::from_secs(20)).await;
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let second = wait_child(second, Duration::from_secs(20)).await;
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let token = |l: &str, p: &str| -> u64 {
+        l.strip_prefix(p)
+            .unwrap_or_else(|| panic!("order:\n{text}"))
+            .parse()
+            .unwrap()
+    };
+    let (t1, t2) = (token(lines[0], "first "), token(lines[1], "second "));
+    assert!(t2 > t1, "the second holder's token is larger:\n{text}");
+}
+
+#[tokio::test]
+async fn elect_leader_observe_and_members_from_the_cli() {
+    let cluster = Cluster::start(3).await;
+    let leader = raftlock(&cluster)
+        .args(["leader", "cli/sched"])
+        .output()
+        .unwrap();
+    assert_eq!(leader.status.code(), Some(3), "no leader yet");
+    let elect = raftlock(&cluster)
+        .args([
+            "elect",
+            "cli/sched",
+            "host-a",
+            "--",
+            "sh",
+            "-c",
+            "echo $RAFTLOCK_TOKEN; sleep 2",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let client = cluster.client().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while client
+        .election("cli/sched")
+        .leader()
+        .await
+        .unwrap()
+        .is_none()
+    {
+        assert!(std::time::Instant::now() < deadline, "never elected");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let out = raftlock(&cluster)
+        .args(["leader", "cli/sched", "--output", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["metadata"], serde_json::json!(b"host-a".to_vec()));
+    let done = wait_child(elect, Duration::from_secs(10)).await;
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let token: u64 = String::from_utf8_lossy(&done.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(v["token"], token);
+
+    let members = raftlock(&cluster)
+        .args(["members", "list"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&members.stdout);
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("voter")).count(),
+        3,
+        "{text}"
+    );
+    let status = raftlock(&cluster)
+        .args(["status", "--output", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stdout)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(v["nodes"].as_array().unwrap().len(), 3);
+    assert!(
+        v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["health"] == "ok"),
+        "{v}"
+    );
+    let completions = raftlock(&cluster)
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&completions.stdout).contains("raftlock"));
 }

@@ -4,7 +4,9 @@
 //! already leaves a margin before the leader can expire the lease), then
 //! SIGKILL after `--kill-after`.
 
-use super::{connect, Cli};
+use super::{connect, Cli, EXIT_LOST, EXIT_NOT_ACQUIRED};
+use raftlock_client::Error;
+use std::future::Future;
 use std::time::Duration;
 use tokio::process::Command;
 
@@ -12,10 +14,11 @@ use tokio::process::Command;
 pub struct Args {
     /// Lock name.
     name: String,
-    /// Session TTL.
+    /// Session TTL: how long the cluster keeps the lock after this process
+    /// stops renewing it (crash, partition).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     ttl: Duration,
-    /// How long to wait for the lock (0 = try once).
+    /// How long to wait for the lock (0s = try once).
     #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
     timeout: Duration,
     /// Hold the lock shared.
@@ -42,38 +45,118 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     if let Some(n) = a.permits {
         builder = builder.permits(n);
     }
-    let guard = if a.timeout.is_zero() {
-        match builder.try_acquire().await? {
-            Some(g) => g,
-            None => {
-                eprintln!("raftlock: {} is held by someone else", a.name);
-                session.close().await.ok();
-                return Ok(2);
-            }
-        }
+    let acquired = if a.timeout.is_zero() {
+        builder.try_acquire().await
     } else {
-        builder.timeout(a.timeout).acquire().await?
+        builder.timeout(a.timeout).acquire().await.map(Some)
     };
-    let mut child = Command::new(&a.command[0])
-        .args(&a.command[1..])
-        .env("RAFTLOCK_TOKEN", guard.token().to_string())
-        .env("RAFTLOCK_LOCK", &a.name)
+    let guard = match acquired {
+        Ok(Some(g)) => g,
+        Ok(None) => {
+            eprintln!("raftlock: {} is held by someone else", a.name);
+            session.close().await.ok();
+            return Ok(EXIT_NOT_ACQUIRED);
+        }
+        Err(Error::WaitTimedOut(_)) => {
+            eprintln!("raftlock: {} not acquired within {:?}", a.name, a.timeout);
+            session.close().await.ok();
+            return Ok(EXIT_NOT_ACQUIRED);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let env = [
+        ("RAFTLOCK_LOCK", a.name.clone()),
+        ("RAFTLOCK_TOKEN", guard.token().to_string()),
+        ("RAFTLOCK_SESSION", session.id().to_string()),
+    ];
+    match supervise(&a.command, &env, a.kill_after, guard.lost()).await? {
+        Outcome::Exited(code) => {
+            guard.release().await.ok();
+            session.close().await.ok();
+            Ok(code)
+        }
+        Outcome::Lost(reason) => {
+            eprintln!("raftlock: lock {} lost ({reason}); command stopped", a.name);
+            Ok(EXIT_LOST)
+        }
+    }
+}
+
+/// How a supervised command ended.
+pub enum Outcome {
+    /// It exited by itself (or after a forwarded SIGTERM) with this code.
+    Exited(i32),
+    /// The lock was lost and the command was stopped.
+    Lost(Error),
+}
+
+/// Runs `command` with `env` until it exits or `lost` resolves; then it gets
+/// SIGTERM and, after `kill_after`, SIGKILL. SIGINT/SIGTERM to this process
+/// are passed on to the command, which decides when to exit.
+pub async fn supervise(
+    command: &[String],
+    env: &[(&str, String)],
+    kill_after: Duration,
+    lost: impl Future<Output = Error>,
+) -> anyhow::Result<Outcome> {
+    let mut child = Command::new(&command[0])
+        .args(&command[1..])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .spawn()
-        .map_err(|e| anyhow::anyhow!("cannot run {:?}: {e}", a.command[0]))?;
-    let code = tokio::select! {
-        status = child.wait() => status?.code().unwrap_or(1),
-        reason = guard.lost() => {
-            eprintln!("raftlock: lock {} lost ({reason}); stopping the command", a.name);
-            if let Some(pid) = child.id() {
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM); }
+        .map_err(|e| anyhow::anyhow!("cannot run {:?}: {e}", command[0]))?;
+    let term = |child: &tokio::process::Child| {
+        if let Some(pid) = child.id() {
+            // SAFETY: kill(2) with a pid we spawned and still own (not yet
+            // reaped), so it cannot name another process.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGTERM);
             }
-            if tokio::time::timeout(a.kill_after, child.wait()).await.is_err() {
-                child.kill().await.ok();
-            }
-            return Ok(4);
         }
     };
-    guard.release().await.ok();
-    session.close().await.ok();
-    Ok(code)
+    tokio::pin!(lost);
+    let mut forwarded = false;
+    loop {
+        tokio::select! {
+            status = child.wait() => {
+                let status = status?;
+                // A command killed by a signal reports 128 + the signal, as
+                // shells do.
+                let code = status.code().unwrap_or_else(|| {
+                    use std::os::unix::process::ExitStatusExt;
+                    128 + status.signal().unwrap_or(0)
+                });
+                return Ok(Outcome::Exited(code));
+            }
+            reason = &mut lost => {
+                term(&child);
+                if tokio::time::timeout(kill_after, child.wait()).await.is_err() {
+                    child.kill().await.ok();
+                }
+                return Ok(Outcome::Lost(reason));
+            }
+            _ = terminated(), if !forwarded => {
+                forwarded = true;
+                term(&child);
+            }
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn terminated() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut i), Ok(mut t)) => {
+            tokio::select! {
+                _ = i.recv() => {}
+                _ = t.recv() => {}
+            }
+        }
+        // No signal handling available: never resolve, so the caller keeps
+        // waiting for its command.
+        _ => std::future::pending().await,
+    }
 }

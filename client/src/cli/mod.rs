@@ -1,8 +1,10 @@
 //! Command-line parsing and the shared bits of every subcommand.
 
 mod describe;
+mod elect;
 mod list;
 mod lock;
+mod members;
 mod status;
 mod validate;
 
@@ -18,8 +20,19 @@ use raftlock_client::Client;
     export RAFTLOCK_ENDPOINTS=127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002\n  \
     raftlock status\n  \
     raftlock lock --ttl 10s --timeout 1m jobs/nightly -- ./nightly-report.sh\n  \
+    raftlock elect scheduler \"$(hostname)\" -- ./run-scheduler\n  \
+    raftlock leader scheduler --output json\n  \
     raftlock describe jobs/nightly --output json\n  \
-    raftlock validate jobs/nightly 4711"
+    raftlock validate jobs/nightly 4711\n  \
+    raftlock completions bash > /etc/bash_completion.d/raftlock\n\n\
+Exit status:\n  \
+    0      success (lock/elect: the command's own status is passed on)\n  \
+    1      error talking to the cluster (unreachable, refused)\n  \
+    2      bad command line\n  \
+    3      validate: token not current; leader: no leader\n  \
+    5      status: some node unreachable, lagging or without a leader\n  \
+    75     lock: not acquired (held elsewhere with --timeout 0s, or the wait timed out)\n  \
+    76     lock/elect: lock or leadership lost while the command ran; it was stopped"
 )]
 pub struct Cli {
     /// Client endpoints of some cluster nodes (host:port, comma-separated).
@@ -54,13 +67,36 @@ pub enum Command {
     /// Show the holders and waiters of a lock.
     Describe(describe::Args),
     /// List locks by name prefix.
+    #[command(visible_alias = "locks")]
     List(list::Args),
     /// Check whether a fencing token is still current.
     Validate(validate::Args),
     /// Run a command while holding a lock; the command is stopped before the
     /// lease can run out if the lock is lost.
     Lock(lock::Args),
+    /// Campaign in an election, then lead while a command runs (or until
+    /// Ctrl-C); the command is stopped if leadership is lost.
+    Elect(elect::ElectArgs),
+    /// Show an election's current leader.
+    Leader(elect::LeaderArgs),
+    /// Print an election's leader, then every change, until Ctrl-C.
+    Observe(elect::LeaderArgs),
+    /// List or change the cluster's members.
+    #[command(subcommand)]
+    Members(members::Args),
+    /// Hand leadership of the Raft cluster to another voter.
+    TransferLeader(members::TransferArgs),
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
+
+/// `lock`: the lock was not acquired.
+pub const EXIT_NOT_ACQUIRED: i32 = 75;
+/// `lock`/`elect`: the lock or leadership was lost while the command ran.
+pub const EXIT_LOST: i32 = 76;
 
 pub async fn connect(cli: &Cli) -> anyhow::Result<Client> {
     Client::connect(&cli.endpoints).await.map_err(|e| {
@@ -84,5 +120,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::List(a) => list::run(&cli, a).await,
         Command::Validate(a) => validate::run(&cli, a).await,
         Command::Lock(a) => lock::run(&cli, a).await,
+        Command::Elect(a) => elect::elect(&cli, a).await,
+        Command::Leader(a) => elect::leader(&cli, a).await,
+        Command::Observe(a) => elect::observe(&cli, a).await,
+        Command::Members(a) => members::run(&cli, a).await,
+        Command::TransferLeader(a) => members::transfer(&cli, a).await,
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(
+                *shell,
+                &mut Cli::command(),
+                "raftlock",
+                &mut std::io::stdout(),
+            );
+            Ok(0)
+        }
     }
 }

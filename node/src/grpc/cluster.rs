@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
+use tracing::Instrument;
 
 /// Serves cluster status and membership changes.
 pub struct ClusterService {
@@ -145,19 +146,38 @@ impl ClusterApi for ClusterService {
     ) -> Result<Response<MembershipResponse>, Status> {
         let r = req.into_inner();
         let voters: BTreeSet<u64> = r.voters.into_iter().collect();
-        if voters.is_empty() {
-            return Err(Status::invalid_argument("voters must not be empty"));
+        let drop: BTreeSet<u64> = r.remove_learners.into_iter().collect();
+        let span = tracing::info_span!("cluster.change_membership", node = self.node.id, voters = ?voters, remove_learners = ?drop);
+        async {
+            if voters.is_empty() && drop.is_empty() {
+                return Err(Status::invalid_argument(
+                    "give the new voters, learners to remove, or both",
+                ));
+            }
+            let mut index = 0;
+            if !voters.is_empty() {
+                let resp = self
+                    .node
+                    .raft
+                    .change_membership(voters, r.retain_as_learners)
+                    .await
+                    .map_err(|e| raft_err(&self.node, e))?;
+                index = resp.log_id.index;
+            }
+            if !drop.is_empty() {
+                let resp = self
+                    .node
+                    .raft
+                    .change_membership(openraft::ChangeMembers::RemoveNodes(drop), false)
+                    .await
+                    .map_err(|e| raft_err(&self.node, e))?;
+                index = resp.log_id.index;
+            }
+            tracing::info!(log_index = index, "membership changed");
+            Ok(Response::new(membership_response(&self.node, index)))
         }
-        let resp = self
-            .node
-            .raft
-            .change_membership(voters, r.retain_as_learners)
-            .await
-            .map_err(|e| raft_err(&self.node, e))?;
-        Ok(Response::new(membership_response(
-            &self.node,
-            resp.log_id.index,
-        )))
+        .instrument(span)
+        .await
     }
 
     async fn transfer_leader(

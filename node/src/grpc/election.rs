@@ -90,15 +90,20 @@ impl ElectionApi for ElectionService {
         req: Request<ProclaimRequest>,
     ) -> Result<Response<ProclaimResponse>, Status> {
         let r = req.into_inner();
-        convert::lock_name(&r.name)?;
-        let cmd = Command::Proclaim {
-            session: convert::session_id(r.session_id)?,
-            name: r.name,
-            token: r.token,
-            value: r.value,
-        };
-        self.node.propose_reply(cmd).await.map_err(status)?;
-        Ok(Response::new(ProclaimResponse {}))
+        let span = tracing::info_span!("election.proclaim", node = self.node.id, lock = %r.name, session = r.session_id, token = r.token);
+        async {
+            convert::lock_name(&r.name)?;
+            let cmd = Command::Proclaim {
+                session: convert::session_id(r.session_id)?,
+                name: r.name.clone(),
+                token: r.token,
+                value: r.value.clone(),
+            };
+            self.node.propose_reply(cmd).await.map_err(status)?;
+            Ok(Response::new(ProclaimResponse {}))
+        }
+        .instrument(span)
+        .await
     }
 
     async fn resign(
@@ -106,14 +111,19 @@ impl ElectionApi for ElectionService {
         req: Request<ResignRequest>,
     ) -> Result<Response<ResignResponse>, Status> {
         let r = req.into_inner();
-        convert::lock_name(&r.name)?;
-        let cmd = Command::Release {
-            session: convert::session_id(r.session_id)?,
-            name: r.name,
-            token: r.token,
-        };
-        self.node.propose_reply(cmd).await.map_err(status)?;
-        Ok(Response::new(ResignResponse {}))
+        let span = tracing::info_span!("election.resign", node = self.node.id, lock = %r.name, session = r.session_id, token = r.token);
+        async {
+            convert::lock_name(&r.name)?;
+            let cmd = Command::Release {
+                session: convert::session_id(r.session_id)?,
+                name: r.name.clone(),
+                token: r.token,
+            };
+            self.node.propose_reply(cmd).await.map_err(status)?;
+            Ok(Response::new(ResignResponse {}))
+        }
+        .instrument(span)
+        .await
     }
 
     async fn leader(
@@ -121,11 +131,16 @@ impl ElectionApi for ElectionService {
         req: Request<LeaderRequest>,
     ) -> Result<Response<LeaderResponse>, Status> {
         let r = req.into_inner();
-        convert::lock_name(&r.name)?;
-        self.node.linearizable().await.map_err(status)?;
-        Ok(Response::new(LeaderResponse {
-            leader: leader_of(&self.node, &r.name).as_ref().map(grant),
-        }))
+        let span = tracing::debug_span!("election.leader", node = self.node.id, lock = %r.name);
+        async {
+            convert::lock_name(&r.name)?;
+            self.node.linearizable().await.map_err(status)?;
+            Ok(Response::new(LeaderResponse {
+                leader: leader_of(&self.node, &r.name).as_ref().map(grant),
+            }))
+        }
+        .instrument(span)
+        .await
     }
 
     type ObserveStream = ObserveStream;
@@ -136,9 +151,15 @@ impl ElectionApi for ElectionService {
     ) -> Result<Response<Self::ObserveStream>, Status> {
         let name = req.into_inner().name;
         convert::lock_name(&name)?;
-        self.node.linearizable().await.map_err(status)?;
+        self.node
+            .linearizable()
+            .instrument(tracing::debug_span!("election.observe", node = self.node.id, lock = %name))
+            .await
+            .map_err(status)?;
         let node = self.node.clone();
         let mut changes = node.state.subscribe();
+        let mut metrics = node.raft.metrics();
+        let mut stopping = node.stopping.clone();
         let stream = async_stream_from(move |tx| async move {
             let mut last: Option<Option<Grant>> = None;
             loop {
@@ -153,18 +174,33 @@ impl ElectionApi for ElectionService {
                     last = Some(current);
                 }
                 // Wait for a change that touches this election (or one that
-                // may have: a restore, or events we fell behind on).
-                loop {
-                    match changes.recv().await {
-                        Ok(c) => match &*c {
-                            Change::Applied { outcome, .. }
-                                if !outcome.events.iter().any(|e| e.lock_name() == Some(&name)) => {
-                            }
-                            _ => break,
+                // may have: a restore, or events we fell behind on). A node
+                // that stops leading or stops ends the stream with the
+                // leader's address: a deposed or partitioned node would
+                // otherwise keep an observer on a view that no longer moves.
+                let ended = loop {
+                    tokio::select! {
+                        c = changes.recv() => match c {
+                            Ok(c) => match &*c {
+                                Change::Applied { outcome, .. }
+                                    if !outcome.events.iter().any(|e| e.lock_name() == Some(&name)) => {}
+                                _ => break false,
+                            },
+                            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break false,
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                         },
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                        r = metrics.changed() => {
+                            let leading = metrics.borrow().state == openraft::ServerState::Leader;
+                            if r.is_err() || !leading {
+                                break true;
+                            }
+                        }
+                        _ = async { drop(stopping.wait_for(|s| *s).await) } => break true,
                     }
+                };
+                if ended {
+                    let _ = tx.send(Err(status(node.not_leader()))).await;
+                    return;
                 }
             }
         });

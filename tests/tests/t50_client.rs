@@ -1,0 +1,200 @@
+//! The client library against real clusters: failover under a blocked
+//! acquire, idempotent retries, lease loss, background release, and
+//! election observation across a leader kill.
+
+use futures::StreamExt;
+use raftlock_client::{Error, Grant};
+use raftlock_tests::{raw, Cluster};
+use std::time::{Duration, Instant};
+
+#[tokio::test]
+async fn failover_during_a_blocked_acquire_yields_exactly_one_grant() {
+    let mut cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    let holder = client.session(Duration::from_secs(5)).await.unwrap();
+    let waiter = client.session(Duration::from_secs(5)).await.unwrap();
+    let held = holder
+        .lock("failover/blocked")
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    let blocked = tokio::spawn({
+        let waiter = waiter.clone();
+        async move {
+            waiter
+                .lock("failover/blocked")
+                .timeout(Duration::from_secs(20))
+                .acquire()
+                .await
+        }
+    });
+    // The waiter is queued before the leader dies.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while client
+        .describe("failover/blocked")
+        .await
+        .unwrap()
+        .waiters
+        .is_empty()
+    {
+        assert!(Instant::now() < deadline, "waiter never queued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let old = cluster.leader().await.unwrap();
+    cluster.kill(old);
+    let new = cluster
+        .wait_for_new_leader(old, Duration::from_secs(10))
+        .await;
+    eprintln!("leader {old} killed; {new} leads");
+    held.release().await.unwrap();
+    let guard = blocked
+        .await
+        .unwrap()
+        .expect("the blocked acquire is granted");
+    assert!(guard.token() > 0);
+    let d = client.describe("failover/blocked").await.unwrap();
+    assert_eq!(d.holders.len(), 1, "exactly one grant: {d:?}");
+    assert_eq!(d.holders[0].session_id, waiter.id());
+    assert_eq!(d.holders[0].token, guard.token());
+    assert!(d.waiters.is_empty(), "no waiter left behind: {d:?}");
+}
+
+#[tokio::test]
+async fn a_retried_acquire_returns_the_same_token() {
+    let cluster = Cluster::start(3).await;
+    let leader = cluster.wait_for_leader(Duration::from_secs(5)).await;
+    let addr = &cluster.endpoints()[(leader - 1) as usize];
+    let session = raw::silent_session(addr, 10_000).await;
+    let id = *uuid::Uuid::now_v7().as_bytes();
+    let first = raw::acquire_with_id(addr, session, "retry/same", id)
+        .await
+        .unwrap();
+    let again = raw::acquire_with_id(addr, session, "retry/same", id)
+        .await
+        .unwrap();
+    assert!(first.acquired && again.acquired);
+    assert_eq!(
+        first.grant.as_ref().unwrap().token,
+        again.grant.as_ref().unwrap().token,
+        "a retry finds the first grant instead of making a second"
+    );
+    // A different logical acquisition by the same holder is refused.
+    let other = raw::acquire_with_id(
+        addr,
+        session,
+        "retry/same",
+        *uuid::Uuid::now_v7().as_bytes(),
+    )
+    .await;
+    assert!(other.is_err() || !other.unwrap().acquired);
+}
+
+#[tokio::test]
+async fn lost_fires_when_the_lease_lapses_and_dropped_guards_are_released() {
+    let mut cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+
+    // Dropping a guard releases it in the background.
+    let session = client.session(Duration::from_secs(5)).await.unwrap();
+    let guard = session
+        .lock("drop/me")
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    drop(guard);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !client.describe("drop/me").await.unwrap().holders.is_empty() {
+        assert!(Instant::now() < deadline, "dropped guard still holds");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // With every node frozen no keep-alive is acknowledged: the guard is
+    // lost by the local rule, before the TTL could pass on any server.
+    let ttl = Duration::from_secs(2);
+    let short = client.session(ttl).await.unwrap();
+    let guard = short.lock("lapse").try_acquire().await.unwrap().unwrap();
+    for id in 1..=3 {
+        cluster.pause(id);
+    }
+    let frozen = Instant::now();
+    let reason = tokio::time::timeout(ttl + Duration::from_secs(1), guard.lost())
+        .await
+        .expect("lost() fires after the lease lapses");
+    let after = frozen.elapsed();
+    assert!(matches!(reason, Error::SessionLost(_)), "{reason}");
+    assert!(
+        after < ttl,
+        "lost {after:?} after the freeze: later than the TTL"
+    );
+    assert!(!guard.is_valid());
+    for id in 1..=3 {
+        cluster.resume(id);
+    }
+}
+
+async fn next<S>(changes: &mut S) -> Option<Grant>
+where
+    S: futures::Stream<Item = Result<Option<Grant>, Error>> + Unpin,
+{
+    tokio::time::timeout(Duration::from_secs(15), changes.next())
+        .await
+        .expect("a change is reported")
+        .expect("the stream goes on")
+        .expect("no error")
+}
+
+#[tokio::test]
+async fn observe_reports_each_leader_change_once_in_order_across_a_failover() {
+    let mut cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    let mut changes = Box::pin(client.election("sched").observe());
+    assert_eq!(next(&mut changes).await, None, "no leader at first");
+
+    let a = client.session(Duration::from_secs(5)).await.unwrap();
+    let b = client.session(Duration::from_secs(5)).await.unwrap();
+    let lead_a = a.election("sched").campaign("a-1").await.unwrap();
+    let seen = |g: Option<Grant>| g.map(|g| (g.session_id, g.metadata));
+    assert_eq!(
+        seen(next(&mut changes).await),
+        Some((a.id(), b"a-1".to_vec()))
+    );
+    let campaign_b = tokio::spawn({
+        let b = b.clone();
+        async move { b.election("sched").campaign("b-1").await }
+    });
+    lead_a.proclaim("a-2").await.unwrap();
+    assert_eq!(
+        seen(next(&mut changes).await),
+        Some((a.id(), b"a-2".to_vec()))
+    );
+    assert_eq!(lead_a.value(), b"a-2");
+
+    // The observer's node (the Raft leader) dies; the stream reconnects and
+    // must not report a-2 again.
+    let old = cluster.leader().await.unwrap();
+    cluster.kill(old);
+    cluster
+        .wait_for_new_leader(old, Duration::from_secs(10))
+        .await;
+    let leader_now = client.election("sched").leader().await.unwrap();
+    assert_eq!(seen(leader_now), Some((a.id(), b"a-2".to_vec())));
+
+    lead_a.resign().await.unwrap();
+    assert_eq!(
+        seen(next(&mut changes).await),
+        Some((b.id(), b"b-1".to_vec()))
+    );
+    let lead_b = campaign_b.await.unwrap().unwrap();
+    assert!(lead_b.token() > 0);
+    lead_b.resign().await.unwrap();
+    assert_eq!(next(&mut changes).await, None);
+    // Nothing else was reported.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), changes.next())
+            .await
+            .is_err(),
+        "an extra report"
+    );
+}
