@@ -291,6 +291,23 @@ impl Session {
         self.inner.until().is_ok()
     }
 
+    /// The local validity deadline: until this instant the leader cannot
+    /// have expired the session (last acknowledged keep-alive's send time +
+    /// TTL − margin). It moves forward with every acknowledged keep-alive;
+    /// an error says why the session no longer counts as valid. Work that
+    /// must finish under the lock can check it has time left before it
+    /// starts.
+    ///
+    /// ```no_run
+    /// # fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// let left = s.valid_until()?.saturating_duration_since(std::time::Instant::now());
+    /// if left < std::time::Duration::from_millis(500) { /* do not start a write now */ }
+    /// # Ok(()) }
+    /// ```
+    pub fn valid_until(&self) -> Result<std::time::Instant, Error> {
+        self.inner.until().map(|u| u.into_std())
+    }
+
     /// Resolves when the session is lost (keep-alives stopped being
     /// acknowledged in time, or the server says it is gone) or closed, with
     /// the reason. Use it to stop work done under the session's locks.

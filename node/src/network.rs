@@ -24,9 +24,30 @@ use tonic::transport::{Channel, Endpoint};
 #[derive(Clone, Default)]
 pub struct PeerNetwork {
     channels: Arc<Mutex<HashMap<(NodeId, String), Channel>>>,
+    /// Source address of outgoing peer connections: the peer listen IP when
+    /// it is a specific one, so that a node's Raft traffic comes from the
+    /// address it serves on. Firewall rules (and the fault-injection
+    /// harness, which partitions nodes bound to 127.0.0.11, .12, ...) can
+    /// then tell nodes apart; on loopback the kernel would otherwise pick
+    /// 127.0.0.1 for every node.
+    local_ip: Option<std::net::IpAddr>,
 }
 
 impl PeerNetwork {
+    /// Peer connections that originate from `listen_peer`'s IP (if it is a
+    /// specific address, not 0.0.0.0 or ::).
+    pub fn from_listen_addr(listen_peer: &str) -> Self {
+        let local_ip = listen_peer
+            .parse::<std::net::SocketAddr>()
+            .ok()
+            .map(|a| a.ip())
+            .filter(|ip| !ip.is_unspecified());
+        PeerNetwork {
+            local_ip,
+            ..Default::default()
+        }
+    }
+
     fn channel(&self, target: NodeId, addr: &str) -> Result<Channel, tonic::transport::Error> {
         let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = channels.get(&(target, addr.to_owned())) {
@@ -36,6 +57,7 @@ impl PeerNetwork {
         // so a peer that is down now does not block this node's start.
         let channel = Endpoint::from_shared(format!("http://{addr}"))?
             .connect_timeout(Duration::from_millis(500))
+            .local_address(self.local_ip)
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(5))
             .keep_alive_timeout(Duration::from_secs(5))

@@ -83,7 +83,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     let raft = Raft::new(
         config.id,
         Arc::new(raft_config),
-        PeerNetwork::default(),
+        PeerNetwork::from_listen_addr(&config.listen_peer),
         log,
         sm,
     )
