@@ -52,6 +52,14 @@ pub struct NodeArgs {
     /// Log format: text or json [default: text].
     #[arg(long, env = "RAFTLOCK_LOG_FORMAT")]
     pub log_format: Option<String>,
+    /// Log filter, e.g. `info` or `debug,openraft=info` [default:
+    /// RUST_LOG, else `info,openraft=warn`].
+    #[arg(long, env = "RAFTLOCK_LOG_LEVEL")]
+    pub log_level: Option<String>,
+    /// Address of the HTTP admin listener: /metrics (Prometheus), /health
+    /// and /ready [default: none, no listener].
+    #[arg(long, env = "RAFTLOCK_LISTEN_METRICS")]
+    pub listen_metrics: Option<String>,
 }
 
 /// The file form of [`NodeArgs`].
@@ -69,6 +77,8 @@ struct FileConfig {
     election_timeout_ms: Option<u64>,
     snapshot_every: Option<u64>,
     log_format: Option<String>,
+    log_level: Option<String>,
+    listen_metrics: Option<String>,
 }
 
 /// A member named in `--initial-cluster`.
@@ -105,6 +115,10 @@ pub struct NodeConfig {
     pub snapshot_every: u64,
     /// `text` or `json`.
     pub log_format: String,
+    /// Log filter (`None`: RUST_LOG or the default).
+    pub log_level: Option<String>,
+    /// HTTP admin listener, if any.
+    pub listen_metrics: Option<String>,
 }
 
 /// A configuration that cannot be used.
@@ -223,6 +237,8 @@ impl NodeArgs {
                 .or(file.snapshot_every)
                 .unwrap_or(10_000),
             log_format,
+            log_level: self.log_level.clone().or(file.log_level),
+            listen_metrics: self.listen_metrics.clone().or(file.listen_metrics),
         })
     }
 }

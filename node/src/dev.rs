@@ -135,7 +135,12 @@ pub async fn run(args: DevArgs, signal: impl Future<Output = ()>) -> anyhow::Res
     let initial = initial.join(",");
     let exe = std::env::current_exe().context("cannot find the raftlockd executable")?;
     let mut children = Vec::new();
+    let mut metrics = Vec::new();
     for (id, client, peer) in &layout.nodes {
+        // Admin ports are picked afresh on every start: nothing refers to
+        // them across restarts.
+        let metrics_addr = format!("{host}:{}", free_port(host)?);
+        metrics.push(metrics_addr.clone());
         let log = std::fs::File::create(dir.join(format!("node-{id}.log")))?;
         let child = Command::new(&exe)
             .arg("--id")
@@ -148,6 +153,8 @@ pub async fn run(args: DevArgs, signal: impl Future<Output = ()>) -> anyhow::Res
             .arg(format!("{host}:{peer}"))
             .arg("--initial-cluster")
             .arg(&initial)
+            .arg("--listen-metrics")
+            .arg(&metrics_addr)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -172,6 +179,14 @@ pub async fn run(args: DevArgs, signal: impl Future<Output = ()>) -> anyhow::Res
         "# {} nodes up, leader is node {leader}; data and logs (node-N.log) in {}",
         args.nodes,
         dir.display()
+    );
+    println!(
+        "# metrics, /health and /ready: {}",
+        metrics
+            .iter()
+            .map(|m| format!("http://{m}/metrics"))
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     println!(
         "# try: export RAFTLOCK_ENDPOINTS={} && cargo run --release --bin raftlock -- status",

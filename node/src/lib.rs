@@ -17,6 +17,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod admin;
 pub mod config;
 pub mod confirm;
 pub mod grpc;

@@ -34,9 +34,12 @@ enum Command {
     Dev(dev::DevArgs),
 }
 
-fn init_logging(format: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn"));
+fn init_logging(format: &str, level: Option<&str>) {
+    let filter = match level {
+        Some(l) => tracing_subscriber::EnvFilter::new(l),
+        None => tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn")),
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -67,12 +70,12 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Dev(args)) => {
-            init_logging("text");
+            init_logging("text", None);
             dev::run(args, shutdown_signal()).await
         }
         None => {
             let config = cli.node.resolve().context("invalid configuration")?;
-            init_logging(&config.log_format);
+            init_logging(&config.log_format, config.log_level.as_deref());
             let node = raftlock_node::server::start(config)
                 .await
                 .context("raftlockd cannot start")?;

@@ -109,7 +109,9 @@ impl Node {
             at_ms: now_ms(),
             command,
         };
+        let started = std::time::Instant::now();
         let res = tokio::time::timeout(self.write_timeout, self.raft.client_write(proposal)).await;
+        metrics::histogram!("raftlock_proposal_seconds").record(started.elapsed().as_secs_f64());
         let resp = match res {
             Err(_) => {
                 return Err(NodeError::Unavailable(format!(

@@ -135,8 +135,32 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
             TcpListenerStream::new(peer_listener),
             shutdown(stopped.clone()),
         );
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<SessionServer<SessionService>>().await;
+    health.set_serving::<LockServer<LockService>>().await;
+    health
+        .set_serving::<ElectionServer<ElectionService>>()
+        .await;
+    health.set_serving::<ClusterServer<ClusterService>>().await;
+    // Both reflection versions: grpcurl speaks v1, many libraries
+    // (Python's grpcio-reflection among them) still v1alpha.
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(raftlock_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection()
+        .build_v1()
+        .map_err(|e| StartError::Serve(format!("reflection: {e}")))?;
+    let reflection_v1alpha = reflection()
+        .build_v1alpha()
+        .map_err(|e| StartError::Serve(format!("reflection: {e}")))?;
     let client_server = tonic::transport::Server::builder()
         .tcp_nodelay(true)
+        .layer(crate::admin::GrpcMetricsLayer)
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
         .add_service(SessionServer::new(SessionService::new(
             node.clone(),
             leases.clone(),
@@ -152,10 +176,23 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         .add_service(ClusterServer::new(ClusterService::new(node.clone())))
         .serve_with_incoming_shutdown(TcpListenerStream::new(client_listener), shutdown(stopped));
     let servers = vec![tokio::spawn(peer_server), tokio::spawn(client_server)];
+    let handle = crate::admin::recorder();
+    tokio::spawn(crate::admin::track(node.clone()));
+    if let Some(addr) = &config.listen_metrics {
+        let listener = bind(addr).await?;
+        let (node, stopped) = (node.clone(), stop.subscribe());
+        let addr = addr.clone();
+        tokio::spawn(async move {
+            if let Err(e) = crate::admin::serve(listener, node, handle, stopped).await {
+                warn!(addr = %addr, error = %e, "admin listener failed");
+            }
+        });
+    }
     info!(
         node = config.id,
         client = %config.listen_client,
         peer = %config.listen_peer,
+        metrics = config.listen_metrics.as_deref().unwrap_or("off"),
         data_dir = %config.data_dir.display(),
         "raftlockd serving"
     );

@@ -134,10 +134,22 @@ fn flusher(db: sled::Db, file: File, rx: mpsc::Receiver<Waiting>, stats: Arc<Flu
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         batch.extend(rx.try_iter());
+        let started = std::time::Instant::now();
         let result = db
             .flush()
             .map_err(io::Error::other)
             .and_then(|_| file.sync_data());
+        metrics::histogram!("raftlock_fsync_seconds").record(started.elapsed().as_secs_f64());
+        let entries: u64 = batch
+            .iter()
+            .map(|w| match w {
+                Waiting::Append(_, n) => *n,
+                Waiting::Notify(_) => 0,
+            })
+            .sum();
+        if entries > 0 {
+            metrics::histogram!("raftlock_append_batch_entries").record(entries as f64);
+        }
         stats.fsyncs.fetch_add(1, Ordering::Relaxed);
         stats
             .batches

@@ -43,6 +43,8 @@ pub struct TestNode {
     pub client_addr: String,
     /// Peer address.
     pub peer_addr: String,
+    /// HTTP admin address (/metrics, /health, /ready).
+    pub metrics_addr: String,
     data_dir: PathBuf,
     log: PathBuf,
     child: Option<Child>,
@@ -83,6 +85,7 @@ impl Cluster {
                 id,
                 client_addr: format!("127.0.0.1:{}", free_port()),
                 peer_addr: format!("127.0.0.1:{}", free_port()),
+                metrics_addr: format!("127.0.0.1:{}", free_port()),
                 data_dir: dir.path().join(format!("node-{id}")),
                 log: dir.path().join(format!("node-{id}.log")),
                 child: None,
@@ -131,6 +134,8 @@ impl Cluster {
             .arg(&node.peer_addr)
             .arg("--initial-cluster")
             .arg(&initial)
+            .arg("--listen-metrics")
+            .arg(&node.metrics_addr)
             .env(
                 "RUST_LOG",
                 std::env::var("RAFTLOCK_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()),
@@ -382,4 +387,36 @@ pub mod raw {
             .await
             .map(|r| r.into_inner())
     }
+}
+
+/// A plain HTTP/1.0 GET (the admin listener needs nothing more); returns
+/// the status code and body.
+pub async fn http_get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .await?;
+    let mut raw = String::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut raw))
+        .await
+        .map_err(|_| std::io::Error::other("no answer in 10 s"))??;
+    let code = raw
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Ok((code, body))
+}
+
+/// The value of the first sample of `name` (with exactly these labels, if
+/// given) in a Prometheus text exposition.
+pub fn metric(text: &str, name_and_labels: &str) -> Option<f64> {
+    text.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
+        let (key, value) = l.rsplit_once(' ')?;
+        (key == name_and_labels).then(|| value.parse().ok())?
+    })
 }

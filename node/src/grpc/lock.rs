@@ -80,46 +80,53 @@ pub async fn acquire(
         (_, other) => return Err(NodeError::Stopped(format!("unexpected reply {other}"))),
     }
     let deadline = started + a.wait.unwrap_or_default();
-    loop {
-        let woke = tokio::select! {
-            r = &mut registration.rx => r.unwrap_or(WaitResult::Recheck),
-            _ = tokio::time::sleep_until(deadline) => {
-                // The leader's driver cancels overdue waits too; cancelling
-                // here as well answers the caller on time. A grant that won
-                // the race comes back as the cancel's reply.
-                return match node.propose_reply(Command::CancelWait {
-                    session: a.session, name: a.name.clone(), request_id: a.request_id,
-                }).await {
-                    Ok((_, Reply::Acquired(g))) => Ok(Acquired::Granted(g)),
-                    Ok(_) | Err(NodeError::Lease(LeaseError::WaitNotFound { .. })) => {
-                        recheck(node, &a).map(Acquired::Granted).ok_or(NodeError::WaitTimedOut(a.name.clone()))
-                    }
-                    Err(e) => Err(e),
-                };
-            }
-        };
-        match woke {
-            WaitResult::Granted(g) => return Ok(Acquired::Granted(g)),
-            WaitResult::Ended(WaitEnd::Cancelled) => return Err(NodeError::WaitTimedOut(a.name)),
-            WaitResult::Ended(WaitEnd::SessionEnded) => {
-                return Err(LeaseError::SessionNotFound(a.session).into())
-            }
-            WaitResult::Recheck => {
-                registration = waits.register(a.session, &a.name, a.request_id);
-                if let Some(g) = recheck(node, &a) {
-                    return Ok(Acquired::Granted(g));
+    let waited = async {
+        loop {
+            let woke = tokio::select! {
+                r = &mut registration.rx => r.unwrap_or(WaitResult::Recheck),
+                _ = tokio::time::sleep_until(deadline) => {
+                    // The leader's driver cancels overdue waits too; cancelling
+                    // here as well answers the caller on time. A grant that won
+                    // the race comes back as the cancel's reply.
+                    return match node.propose_reply(Command::CancelWait {
+                        session: a.session, name: a.name.clone(), request_id: a.request_id,
+                    }).await {
+                        Ok((_, Reply::Acquired(g))) => Ok(Acquired::Granted(g)),
+                        Ok(_) | Err(NodeError::Lease(LeaseError::WaitNotFound { .. })) => {
+                            recheck(node, &a).map(Acquired::Granted).ok_or(NodeError::WaitTimedOut(a.name.clone()))
+                        }
+                        Err(e) => Err(e),
+                    };
                 }
-                let state = node.state.read();
-                let still_waiting = state
-                    .machine
-                    .session(a.session)
-                    .is_some_and(|s| s.waiting.get(&a.name) == Some(&a.request_id));
-                if !still_waiting {
-                    return Err(NodeError::WaitTimedOut(a.name));
+            };
+            match woke {
+                WaitResult::Granted(g) => return Ok(Acquired::Granted(g)),
+                WaitResult::Ended(WaitEnd::Cancelled) => return Err(NodeError::WaitTimedOut(a.name)),
+                WaitResult::Ended(WaitEnd::SessionEnded) => {
+                    return Err(LeaseError::SessionNotFound(a.session).into())
+                }
+                WaitResult::Recheck => {
+                    registration = waits.register(a.session, &a.name, a.request_id);
+                    if let Some(g) = recheck(node, &a) {
+                        return Ok(Acquired::Granted(g));
+                    }
+                    let state = node.state.read();
+                    let still_waiting = state
+                        .machine
+                        .session(a.session)
+                        .is_some_and(|s| s.waiting.get(&a.name) == Some(&a.request_id));
+                    if !still_waiting {
+                        return Err(NodeError::WaitTimedOut(a.name));
+                    }
                 }
             }
         }
     }
+    .await;
+    if let Ok(Acquired::Granted(_)) = &waited {
+        metrics::histogram!("raftlock_wait_seconds").record(started.elapsed().as_secs_f64());
+    }
+    waited
 }
 
 /// The grant this acquisition holds now, if any.

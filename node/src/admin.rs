@@ -1,0 +1,324 @@
+//! The HTTP admin listener (`--listen-metrics`): `/metrics` in Prometheus
+//! text format, `/health` (the process serves) and `/ready` (a member with a
+//! known leader, caught up; on the leader, confirmed by a quorum), both
+//! usable as Kubernetes probes. Also the gauges and counters that are read
+//! off Raft and the state machine rather than measured on a request path.
+
+use crate::node::Node;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::Router;
+use metrics::{counter, gauge};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use openraft::ServerState;
+use raftlock_store::machine::{EndReason, Event};
+use raftlock_store::state_machine::Change;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How far (in entries) a follower's applied index may trail its log and
+/// still count as ready.
+const READY_LAG: u64 = 1_000;
+
+/// Installs the process-wide Prometheus recorder (once) and returns its
+/// handle. Without this call the `metrics` macros are no-ops.
+pub fn recorder() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            // Buckets sized for what is measured: sub-millisecond fsyncs and
+            // proposals up to multi-second waits.
+            let latency = [
+                0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+            ];
+            let sizes = [
+                1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
+            ];
+            let builder = PrometheusBuilder::new()
+                .set_buckets(&latency)
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        metrics_exporter_prometheus::Matcher::Suffix("_entries".into()),
+                        &sizes,
+                    )
+                });
+            let recorder = match builder {
+                Ok(b) => b.build_recorder(),
+                Err(_) => PrometheusBuilder::new().build_recorder(),
+            };
+            let handle = recorder.handle();
+            // Another recorder may already be installed (tests embedding a
+            // node); the handle still renders what this one records.
+            let _ = metrics::set_global_recorder(recorder);
+            describe();
+            handle
+        })
+        .clone()
+}
+
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    describe_gauge!("raftlock_raft_term", "Current Raft term");
+    describe_gauge!("raftlock_raft_is_leader", "1 on the leader, 0 elsewhere");
+    describe_gauge!(
+        "raftlock_raft_state",
+        "1 for the node's current Raft state (label state)"
+    );
+    describe_gauge!(
+        "raftlock_raft_last_log_index",
+        "Index of the last log entry"
+    );
+    describe_gauge!(
+        "raftlock_raft_applied_index",
+        "Index of the last applied entry"
+    );
+    describe_counter!(
+        "raftlock_raft_leader_changes_total",
+        "Times the known leader changed"
+    );
+    describe_histogram!(
+        "raftlock_proposal_seconds",
+        Unit::Seconds,
+        "Time from proposing a command to its being applied"
+    );
+    describe_histogram!(
+        "raftlock_append_batch_entries",
+        Unit::Count,
+        "Entries written per log append batch (group commit)"
+    );
+    describe_histogram!(
+        "raftlock_fsync_seconds",
+        Unit::Seconds,
+        "Duration of one fdatasync of the log"
+    );
+    describe_gauge!("raftlock_sessions", "Live sessions");
+    describe_gauge!("raftlock_locks", "Locks held or waited for");
+    describe_gauge!("raftlock_waiters", "Queued acquisitions");
+    describe_counter!(
+        "raftlock_grants_total",
+        "Grants applied (direct and handoff)"
+    );
+    describe_counter!("raftlock_sessions_ended_total", "Sessions ended, by reason");
+    describe_histogram!(
+        "raftlock_wait_seconds",
+        Unit::Seconds,
+        "Time a granted acquisition waited in the queue"
+    );
+    describe_counter!(
+        "raftlock_grpc_requests_total",
+        "Client gRPC requests by method and status code"
+    );
+}
+
+/// Keeps the Raft and state-machine gauges current, and counts grants and
+/// session ends as entries are applied. Runs until the Raft stops.
+pub async fn track(node: Arc<Node>) {
+    let mut raft = node.raft.metrics();
+    let mut changes = node.state.subscribe();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut leader = None;
+    loop {
+        tokio::select! {
+            r = raft.changed() => {
+                if r.is_err() {
+                    return;
+                }
+                let m = raft.borrow_and_update().clone();
+                gauge!("raftlock_raft_term").set(m.current_term as f64);
+                gauge!("raftlock_raft_is_leader").set(f64::from(u8::from(m.state == ServerState::Leader)));
+                for s in [ServerState::Leader, ServerState::Follower, ServerState::Candidate, ServerState::Learner] {
+                    let name = format!("{s:?}").to_lowercase();
+                    gauge!("raftlock_raft_state", "state" => name).set(f64::from(u8::from(m.state == s)));
+                }
+                gauge!("raftlock_raft_last_log_index").set(m.last_log_index.unwrap_or(0) as f64);
+                gauge!("raftlock_raft_applied_index").set(m.last_applied.map(|l| l.index).unwrap_or(0) as f64);
+                if m.current_leader != leader {
+                    if m.current_leader.is_some() {
+                        counter!("raftlock_raft_leader_changes_total").increment(1);
+                    }
+                    leader = m.current_leader;
+                }
+            }
+            c = changes.recv() => match c {
+                Ok(c) => {
+                    if let Change::Applied { outcome, .. } = &*c {
+                        for e in &outcome.events {
+                            match e {
+                                Event::Granted(_) => counter!("raftlock_grants_total").increment(1),
+                                Event::SessionEnded { reason, .. } => {
+                                    let reason = match reason {
+                                        EndReason::Closed => "closed",
+                                        EndReason::Expired => "expired",
+                                    };
+                                    counter!("raftlock_sessions_ended_total", "reason" => reason).increment(1);
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            },
+            _ = tick.tick() => {
+                let (sessions, locks, waiters) = node.state.read().machine.counts();
+                gauge!("raftlock_sessions").set(sessions as f64);
+                gauge!("raftlock_locks").set(locks as f64);
+                gauge!("raftlock_waiters").set(waiters as f64);
+            }
+        }
+    }
+}
+
+#[derive(Clone)]
+struct AdminState {
+    node: Arc<Node>,
+    handle: PrometheusHandle,
+}
+
+/// Serves the admin endpoints on `listener` until `stop`.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    node: Arc<Node>,
+    handle: PrometheusHandle,
+    mut stop: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let app = Router::new()
+        .route("/metrics", get(metrics_text))
+        .route("/health", get(|| async { "ok\n" }))
+        .route("/ready", get(ready))
+        .with_state(AdminState { node, handle });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+        .await
+}
+
+async fn metrics_text(State(s): State<AdminState>) -> String {
+    s.handle.render()
+}
+
+/// Ready: this node is a member of a cluster with a known leader and has
+/// applied what it has; the leader itself must also have a quorum confirm
+/// it still leads, so a leader cut off from the others is not ready.
+async fn ready(State(s): State<AdminState>) -> (StatusCode, String) {
+    let m = s.node.raft.metrics().borrow().clone();
+    let member = m
+        .membership_config
+        .membership()
+        .get_node(&s.node.id)
+        .is_some();
+    if !member {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not a member of the cluster\n".into(),
+        );
+    }
+    let Some(leader) = m.current_leader else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "no known leader\n".into());
+    };
+    let applied = m.last_applied.map(|l| l.index).unwrap_or(0);
+    let last = m.last_log_index.unwrap_or(0);
+    if applied + READY_LAG < last {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("catching up: applied {applied} of {last}\n"),
+        );
+    }
+    if leader == s.node.id {
+        match tokio::time::timeout(Duration::from_secs(2), s.node.linearizable()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("leader without quorum: {e}\n"),
+                )
+            }
+            Err(_) => {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "leader without quorum: no confirmation within 2s\n".into(),
+                )
+            }
+        }
+    } else if m.state != ServerState::Follower && m.state != ServerState::Learner {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{:?}, not following\n", m.state),
+        );
+    }
+    (
+        StatusCode::OK,
+        format!("ready: leader {leader}, applied {applied}\n"),
+    )
+}
+
+/// A tower layer counting client requests by gRPC method and status code.
+/// The code is read from the response headers, where tonic puts it for
+/// every failed call (trailers-only responses); a call without it there
+/// succeeded or, for a stream, failed later.
+#[derive(Clone, Default)]
+pub struct GrpcMetricsLayer;
+
+impl<S> tower::Layer<S> for GrpcMetricsLayer {
+    type Service = GrpcMetrics<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        GrpcMetrics { inner }
+    }
+}
+
+/// The service of [`GrpcMetricsLayer`].
+#[derive(Clone)]
+pub struct GrpcMetrics<S> {
+    inner: S,
+}
+
+impl<S, B, RB> tower::Service<http::Request<B>> for GrpcMetrics<S>
+where
+    S: tower::Service<http::Request<B>, Response = http::Response<RB>>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        // "/raftlock.v1.Lock/Acquire" -> "Lock/Acquire"
+        let method = req
+            .uri()
+            .path()
+            .trim_start_matches('/')
+            .trim_start_matches("raftlock.v1.")
+            .to_owned();
+        let fut = self.inner.call(req);
+        Box::pin(async move {
+            let res = fut.await;
+            let code = match &res {
+                Ok(r) => r
+                    .headers()
+                    .get("grpc-status")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.parse::<i32>().ok())
+                    .map(|c| format!("{:?}", tonic::Code::from_i32(c)))
+                    .unwrap_or_else(|| "Ok".into()),
+                Err(_) => "TransportError".into(),
+            };
+            counter!("raftlock_grpc_requests_total", "method" => method, "code" => code)
+                .increment(1);
+            res
+        })
+    }
+}
