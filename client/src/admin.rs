@@ -37,7 +37,52 @@ impl From<pb::MembershipResponse> for Membership {
     }
 }
 
+/// A backup of the cluster's lease state, from [`Client::backup`].
+///
+/// ```no_run
+/// # async fn f(client: raftlock_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// let b = client.backup().await?;
+/// std::fs::write("raftlock.backup", &b.bytes)?;
+/// println!("backup at index {}", b.last_index);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Backup {
+    /// The backup file's contents (`raftlockd restore --snapshot FILE`).
+    pub bytes: Vec<u8>,
+    /// The log index the backup is at: every token in it is at most this.
+    pub last_index: u64,
+}
+
 impl Client {
+    /// Takes a consistent backup on the leader: everything acknowledged
+    /// before the call is in it.
+    ///
+    /// ```no_run
+    /// # async fn f(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+    /// let backup = client.backup().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn backup(&self) -> Result<Backup, Error> {
+        let resp = self
+            .retry(self.inner.options.deadline, |ch, _| async move {
+                let mut stream = ClusterClient::new(ch)
+                    .backup(pb::BackupRequest {})
+                    .await?
+                    .into_inner();
+                let mut bytes = Vec::new();
+                let mut last_index = 0;
+                while let Some(chunk) = stream.message().await? {
+                    bytes.extend_from_slice(&chunk.data);
+                    last_index = chunk.last_index;
+                }
+                Ok(Backup { bytes, last_index })
+            })
+            .await
+            .map_err(|s| Error::from_status(&s, None, None))?;
+        Ok(resp)
+    }
+
     /// The view of the one node at `addr` (`host:port`), without going to the
     /// leader: its role, term and indexes as it sees them. Lock counts are
     /// left at zero. For health checks and `raftlock status`.

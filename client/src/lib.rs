@@ -97,7 +97,7 @@ mod lock;
 mod session;
 mod types;
 
-pub use admin::Membership;
+pub use admin::{Backup, Membership};
 pub use client::{Client, Options};
 pub use election::{Candidate, Election, Leadership};
 pub use error::Error;

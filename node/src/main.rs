@@ -32,6 +32,65 @@ enum Command {
     /// Start a local cluster of real nodes on loopback, print its endpoints,
     /// and stop every node on Ctrl-C.
     Dev(dev::DevArgs),
+    /// Seed an empty data dir from a backup (`raftlock snapshot save FILE`)
+    /// for a new cluster; run it for every node of the new cluster with the
+    /// same file and --initial-cluster, then start the nodes normally.
+    Restore(RestoreArgs),
+}
+
+#[derive(clap::Args)]
+struct RestoreArgs {
+    /// The backup file.
+    #[arg(long)]
+    snapshot: std::path::PathBuf,
+    /// This node's id in the new cluster.
+    #[arg(long)]
+    id: u64,
+    /// The new node's data dir (must be empty or absent).
+    #[arg(long)]
+    data_dir: std::path::PathBuf,
+    /// The new cluster's members, as for a first start.
+    #[arg(long)]
+    initial_cluster: String,
+}
+
+async fn restore(a: RestoreArgs) -> anyhow::Result<()> {
+    use raftlock_node::config::{cluster_id, parse_initial_cluster};
+    use raftlock_store::{backup, data_dir::DataDir, NodeInfo};
+    let members = parse_initial_cluster(&a.initial_cluster).context("--initial-cluster")?;
+    if !members.contains_key(&a.id) {
+        anyhow::bail!("--initial-cluster does not name node {}", a.id);
+    }
+    let bytes = std::fs::read(&a.snapshot)
+        .with_context(|| format!("cannot read {}", a.snapshot.display()))?;
+    let (header, _) = backup::decode(&bytes)?;
+    let data = DataDir::open(&a.data_dir, a.id, Some(&cluster_id(&members)))?;
+    if !data.is_fresh() {
+        anyhow::bail!(
+            "{} already holds data; restore needs an empty data dir",
+            a.data_dir.display()
+        );
+    }
+    let nodes = members
+        .iter()
+        .map(|(id, m)| {
+            (
+                *id,
+                NodeInfo {
+                    peer_addr: m.peer.clone(),
+                    client_addr: m.client.clone(),
+                },
+            )
+        })
+        .collect();
+    let index = backup::seed(&data, &bytes, nodes).await?;
+    println!(
+        "restored node {} from {} (index {index}, taken from cluster {:?}); start it with the same --data-dir; new tokens start above {index}",
+        a.id,
+        a.snapshot.display(),
+        header.cluster_id
+    );
+    Ok(())
 }
 
 fn init_logging(format: &str, level: Option<&str>) {
@@ -72,6 +131,10 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Dev(args)) => {
             init_logging("text", None);
             dev::run(args, shutdown_signal()).await
+        }
+        Some(Command::Restore(args)) => {
+            init_logging("text", Some("warn"));
+            restore(args).await
         }
         None => {
             let config = cli.node.resolve().context("invalid configuration")?;

@@ -63,6 +63,8 @@ pub struct Node {
     /// send their clients to the new leader instead of stalling while the
     /// listeners drain.
     pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// The cluster this node's data dir belongs to (empty until it joins).
+    pub cluster_id: String,
 }
 
 /// Wall-clock Unix ms, proposed as data with every command.

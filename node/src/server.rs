@@ -74,7 +74,9 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         election_timeout_max: config.election_timeout.as_millis() as u64 * 2,
         install_snapshot_timeout: 10_000,
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(config.snapshot_every),
-        max_in_snapshot_log_to_keep: 1_000,
+        // Keep at most one snapshot interval of log behind a snapshot: a
+        // follower further behind than that gets the snapshot instead.
+        max_in_snapshot_log_to_keep: config.snapshot_every.min(1_000),
         ..Default::default()
     }
     .validate()
@@ -113,6 +115,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         leader_lease,
         transferring,
         stopping: stopped.clone(),
+        cluster_id: data.identity().cluster_id.clone().unwrap_or_default(),
     });
     let waits = Arc::new(Waits::default());
     tokio::spawn(waits.clone().dispatch(shared.clone()));

@@ -19,6 +19,7 @@
 // boxing it in our helpers would only add conversions at every trait method.
 #![allow(clippy::result_large_err)]
 
+pub mod backup;
 pub mod data_dir;
 pub mod log_store;
 pub mod machine;

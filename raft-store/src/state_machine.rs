@@ -263,6 +263,11 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             state.last_membership = meta.last_membership.clone();
         }
         self.shared.publish(Change::Restored);
+        tracing::info!(
+            index = meta.last_log_id.map(|l| l.index).unwrap_or(0),
+            "installed a snapshot from the leader"
+        );
+        metrics::counter!("raftlock_snapshots_installed_total").increment(1);
         Ok(())
     }
 

@@ -48,6 +48,8 @@ pub struct TestNode {
     data_dir: PathBuf,
     log: PathBuf,
     child: Option<Child>,
+    /// Started without `--initial-cluster`: it waits to be added.
+    joiner: bool,
 }
 
 /// A cluster of real `raftlockd` processes on loopback.
@@ -56,6 +58,8 @@ pub struct Cluster {
     pub nodes: Vec<TestNode>,
     initial: String,
     dir: tempfile::TempDir,
+    /// Extra `raftlockd` flags for every node started from now on.
+    pub extra_args: Vec<String>,
     // One cluster at a time per test binary: two clusters sharing two cores
     // would turn timing assertions into tests of the scheduler.
     _serial: std::sync::MutexGuard<'static, ()>,
@@ -66,6 +70,21 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 impl Cluster {
     /// Starts `n` nodes and waits for a leader.
     pub async fn start(n: u64) -> Cluster {
+        Self::start_with(n, &[]).await
+    }
+
+    /// Starts `n` nodes with extra `raftlockd` flags and waits for a leader.
+    pub async fn start_with(n: u64, args: &[&str]) -> Cluster {
+        Self::start_inner(n, args, None).await
+    }
+
+    /// Starts a new cluster of `n` nodes seeded from a backup file with
+    /// `raftlockd restore`.
+    pub async fn start_restored(n: u64, backup: &std::path::Path) -> Cluster {
+        Self::start_inner(n, &[], Some(backup)).await
+    }
+
+    async fn start_inner(n: u64, args: &[&str], backup: Option<&std::path::Path>) -> Cluster {
         // RAFTLOCK_TEST_CLIENT_LOG=raftlock_client=debug shows what the
         // client library does during a test.
         if let Ok(filter) = std::env::var("RAFTLOCK_TEST_CLIENT_LOG") {
@@ -89,6 +108,7 @@ impl Cluster {
                 data_dir: dir.path().join(format!("node-{id}")),
                 log: dir.path().join(format!("node-{id}.log")),
                 child: None,
+                joiner: false,
             });
         }
         let initial = nodes
@@ -100,8 +120,29 @@ impl Cluster {
             nodes,
             initial,
             dir,
+            extra_args: args.iter().map(|a| (*a).to_owned()).collect(),
             _serial: serial,
         };
+        if let Some(file) = backup {
+            for id in 1..=n {
+                let node = &cluster.nodes[(id - 1) as usize];
+                let out = Command::new(binary("raftlockd"))
+                    .arg("restore")
+                    .arg("--snapshot")
+                    .arg(file)
+                    .args(["--id", &id.to_string()])
+                    .arg("--data-dir")
+                    .arg(&node.data_dir)
+                    .args(["--initial-cluster", &cluster.initial])
+                    .output()
+                    .expect("raftlockd restore runs");
+                assert!(
+                    out.status.success(),
+                    "restore of node {id} failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
         for id in 1..=n {
             cluster.start_node(id);
         }
@@ -113,10 +154,44 @@ impl Cluster {
         &mut self.nodes[(id - 1) as usize]
     }
 
+    /// Creates node `n + 1` with an empty data dir and starts it without
+    /// `--initial-cluster`, so it waits to be added as a learner. Returns
+    /// its id.
+    pub fn start_new_node(&mut self) -> u64 {
+        let id = self.nodes.len() as u64 + 1;
+        self.nodes.push(TestNode {
+            id,
+            client_addr: format!("127.0.0.1:{}", free_port()),
+            peer_addr: format!("127.0.0.1:{}", free_port()),
+            metrics_addr: format!("127.0.0.1:{}", free_port()),
+            data_dir: self.dir.path().join(format!("node-{id}")),
+            log: self.dir.path().join(format!("node-{id}.log")),
+            child: None,
+            joiner: true,
+        });
+        self.start_node(id);
+        id
+    }
+
+    /// Deletes node `id`'s data dir (the node must be stopped): a machine
+    /// whose disk was lost.
+    pub fn wipe(&mut self, id: u64) {
+        let node = self.node(id);
+        assert!(node.child.is_none(), "stop node {id} first");
+        let _ = std::fs::remove_dir_all(&node.data_dir);
+        node.joiner = true;
+    }
+
     /// (Re)starts node `id` from its data dir.
     pub fn start_node(&mut self, id: u64) {
         let initial = self.initial.clone();
+        let extra = self.extra_args.clone();
         let node = self.node(id);
+        let initial_args = if node.joiner {
+            vec![]
+        } else {
+            vec!["--initial-cluster".to_owned(), initial]
+        };
         assert!(node.child.is_none(), "node {id} already running");
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -132,8 +207,8 @@ impl Cluster {
             .arg(&node.client_addr)
             .arg("--listen-peer")
             .arg(&node.peer_addr)
-            .arg("--initial-cluster")
-            .arg(&initial)
+            .args(&initial_args)
+            .args(&extra)
             .arg("--listen-metrics")
             .arg(&node.metrics_addr)
             .env(

@@ -5,6 +5,7 @@ mod elect;
 mod list;
 mod lock;
 mod members;
+mod snapshot;
 mod status;
 mod validate;
 
@@ -86,6 +87,9 @@ pub enum Command {
     Members(members::Args),
     /// Hand leadership of the Raft cluster to another voter.
     TransferLeader(members::TransferArgs),
+    /// Back up the cluster's state (`snapshot save FILE`).
+    #[command(subcommand, visible_alias = "backup")]
+    Snapshot(snapshot::Args),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -125,6 +129,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Observe(a) => elect::observe(&cli, a).await,
         Command::Members(a) => members::run(&cli, a).await,
         Command::TransferLeader(a) => members::transfer(&cli, a).await,
+        Command::Snapshot(a) => snapshot::run(&cli, a).await,
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(

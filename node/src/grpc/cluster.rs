@@ -131,9 +131,42 @@ impl ClusterApi for ClusterService {
         let resp = self
             .node
             .raft
-            .add_learner(r.node_id, info, r.wait_caught_up)
+            .add_learner(r.node_id, info, false)
             .await
             .map_err(|e| raft_err(&self.node, e))?;
+        if r.wait_caught_up {
+            // openraft's own blocking add returns early when the learner is
+            // unreachable; this waits for what the caller asked: the
+            // learner holding every entry the leader had when it was added.
+            let target = resp.log_id.index;
+            let learner = r.node_id;
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+            let mut metrics = self.node.raft.metrics();
+            loop {
+                let matched = metrics
+                    .borrow()
+                    .replication
+                    .as_ref()
+                    .and_then(|rep| rep.get(&learner).cloned().flatten())
+                    .map(|l| l.index);
+                if matched.is_some_and(|m| m >= target) {
+                    break;
+                }
+                if !self.node.is_leader() {
+                    return Err(status(self.node.not_leader()));
+                }
+                match tokio::time::timeout_at(deadline, metrics.changed()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => return Err(Status::unavailable("raft is shutting down")),
+                    Err(_) => {
+                        return Err(Status::deadline_exceeded(format!(
+                            "learner {learner} has not caught up to index {target} within 120 s (matched {matched:?}); is it running and reachable at its peer address?"
+                        )))
+                    }
+                }
+            }
+            tracing::info!(learner, index = target, "learner caught up");
+        }
         Ok(Response::new(membership_response(
             &self.node,
             resp.log_id.index,
@@ -178,6 +211,42 @@ impl ClusterApi for ClusterService {
         }
         .instrument(span)
         .await
+    }
+
+    type BackupStream =
+        std::pin::Pin<Box<dyn futures::Stream<Item = Result<BackupChunk, Status>> + Send>>;
+
+    async fn backup(
+        &self,
+        _req: Request<BackupRequest>,
+    ) -> Result<Response<Self::BackupStream>, Status> {
+        let span = tracing::info_span!("cluster.backup", node = self.node.id);
+        let (bytes, last_index) = async {
+            // Everything acknowledged before this call is in the copy.
+            self.node.linearizable().await.map_err(status)?;
+            let state = self.node.state.read();
+            let last_index = state.last_applied.map(|l| l.index).unwrap_or(0);
+            let bytes = raftlock_store::backup::encode(
+                &state.machine,
+                last_index,
+                crate::node::now_ms(),
+                &self.node.cluster_id,
+            );
+            tracing::info!(last_index, bytes = bytes.len(), "backup taken");
+            Ok::<_, Status>((bytes, last_index))
+        }
+        .instrument(span)
+        .await?;
+        let chunks: Vec<Result<BackupChunk, Status>> = bytes
+            .chunks(1 << 20)
+            .map(|c| {
+                Ok(BackupChunk {
+                    data: c.to_vec(),
+                    last_index,
+                })
+            })
+            .collect();
+        Ok(Response::new(Box::pin(futures::stream::iter(chunks))))
     }
 
     async fn transfer_leader(

@@ -1,0 +1,200 @@
+//! Membership under load: growing 3 -> 5 and shrinking back, and replacing
+//! a dead node whose replacement catches up from a snapshot.
+
+use raftlock_client::Client;
+use raftlock_tests::Cluster;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+struct Load {
+    stop: Arc<AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<(u64, Vec<String>)>>,
+}
+
+/// Workers that acquire and release their own lock in a loop; each returns
+/// how many grants it got and every error it saw (after the client's own
+/// retries).
+fn load(client: &Client, workers: usize) -> Load {
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks = (0..workers)
+        .map(|w| {
+            let client = client.clone();
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let mut errors = Vec::new();
+                let mut grants = 0u64;
+                let mut last = 0u64;
+                let session = match client.session(Duration::from_secs(5)).await {
+                    Ok(s) => s,
+                    Err(e) => return (0, vec![e.to_string()]),
+                };
+                while !stop.load(Ordering::SeqCst) {
+                    let name = format!("load/{w}");
+                    match session
+                        .lock(&name)
+                        .timeout(Duration::from_secs(10))
+                        .acquire()
+                        .await
+                    {
+                        Ok(g) => {
+                            if g.token() <= last {
+                                errors.push(format!("token {} after {last}", g.token()));
+                            }
+                            last = g.token();
+                            grants += 1;
+                            if let Err(e) = g.release().await {
+                                errors.push(format!("release: {e}"));
+                            }
+                        }
+                        Err(e) => errors.push(format!("acquire: {e}")),
+                    }
+                }
+                if !session.is_valid() {
+                    errors.push(format!("session lost: {}", session.lost().await));
+                }
+                (grants, errors)
+            })
+        })
+        .collect();
+    Load { stop, tasks }
+}
+
+impl Load {
+    async fn finish(self) -> u64 {
+        self.stop.store(true, Ordering::SeqCst);
+        let mut total = 0;
+        for t in self.tasks {
+            let (grants, errors) = t.await.unwrap();
+            assert!(errors.is_empty(), "errors visible to a client: {errors:?}");
+            total += grants;
+        }
+        total
+    }
+}
+
+async fn voters(client: &Client) -> Vec<u64> {
+    let mut v: Vec<u64> = client
+        .status()
+        .await
+        .unwrap()
+        .members
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[tokio::test]
+async fn grow_to_five_and_shrink_back_under_load() {
+    let mut cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    let load = load(&client, 4);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    for _ in 0..2 {
+        let id = cluster.start_new_node();
+        let n = &cluster.nodes[(id - 1) as usize];
+        client
+            .add_learner(id, &n.peer_addr, &n.client_addr, true)
+            .await
+            .unwrap();
+    }
+    client
+        .change_membership(&[1, 2, 3, 4, 5], false)
+        .await
+        .unwrap();
+    assert_eq!(voters(&client).await, vec![1, 2, 3, 4, 5]);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // Shrink back, even if 4 or 5 leads now.
+    client.change_membership(&[1, 2, 3], false).await.unwrap();
+    assert_eq!(voters(&client).await, vec![1, 2, 3]);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for id in [4, 5] {
+        assert!(
+            cluster.terminate(id).await,
+            "node {id} did not stop cleanly"
+        );
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let grants = load.finish().await;
+    assert!(grants > 20, "the load made progress ({grants} grants)");
+    eprintln!("{grants} grants through grow and shrink, no client-visible error");
+}
+
+#[tokio::test]
+async fn a_dead_node_is_replaced_and_the_replacement_catches_up_by_snapshot() {
+    let mut cluster = Cluster::start_with(3, &["--snapshot-every", "100"]).await;
+    let client = cluster.client().await;
+    let leader = cluster.leader().await.unwrap();
+    let dead = (1..=3).find(|&i| i != leader).unwrap();
+    cluster.kill(dead);
+
+    // Enough writes that the log the dead node missed is purged behind a
+    // snapshot.
+    let session = client.session(Duration::from_secs(5)).await.unwrap();
+    let mut last = 0;
+    for i in 0..250 {
+        // Every fifth grant stays held (under its own name); the rest are
+        // released, so the log grows while the state stays small.
+        let name = if i % 5 == 0 {
+            format!("snap/held/{i}")
+        } else {
+            format!("snap/{}", i % 5)
+        };
+        let g = session.lock(name).try_acquire().await.unwrap().unwrap();
+        last = g.token();
+        if i % 5 != 0 {
+            g.release().await.unwrap();
+        } else {
+            std::mem::forget(g);
+        }
+    }
+    let held = client.list("snap/").await.unwrap();
+
+    let remaining: Vec<u64> = (1..=3).filter(|&i| i != dead).collect();
+    client.change_membership(&remaining, false).await.unwrap();
+    let id = cluster.start_new_node();
+    let n = &cluster.nodes[(id - 1) as usize];
+    client
+        .add_learner(id, &n.peer_addr, &n.client_addr, true)
+        .await
+        .unwrap();
+    let mut voters_now = remaining.clone();
+    voters_now.push(id);
+    client.change_membership(&voters_now, false).await.unwrap();
+    assert!(
+        cluster
+            .log_of(id)
+            .contains("installed a snapshot from the leader"),
+        "the replacement did not catch up by snapshot:\n{}",
+        cluster.logs()
+    );
+    let s = client
+        .node_status(&cluster.nodes[(id - 1) as usize].client_addr)
+        .await
+        .unwrap();
+    assert!(
+        s.applied_index >= last,
+        "replacement applied {} < {last}",
+        s.applied_index
+    );
+
+    // The replacement carries the cluster: with the old leader gone, it is
+    // one of the two voters left, and holders and token order survived.
+    let old_leader = cluster.leader().await.unwrap();
+    cluster.kill(old_leader);
+    cluster
+        .wait_for_new_leader(old_leader, Duration::from_secs(10))
+        .await;
+    assert_eq!(client.list("snap/").await.unwrap(), held);
+    let g = session
+        .lock("snap/fresh")
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(g.token() > last);
+}

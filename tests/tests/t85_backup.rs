@@ -1,0 +1,97 @@
+//! Backup and restore: a backup taken from a running cluster seeds a new
+//! cluster that serves the same holders and only issues larger tokens.
+
+use raftlock_tests::{binary, Cluster};
+use std::process::Command;
+use std::time::Duration;
+
+#[tokio::test]
+async fn a_restored_cluster_serves_the_same_holders_and_larger_tokens() {
+    let keep = tempfile::tempdir().unwrap();
+    let file = keep.path().join("cluster.backup");
+    let (holders, max_token, sid) = {
+        let cluster = Cluster::start(3).await;
+        let client = cluster.client().await;
+        // A long TTL: the restored leader gives every session a full TTL
+        // from its election, and nobody renews these there.
+        let session = client.session(Duration::from_secs(60)).await.unwrap();
+        let mut max = 0;
+        for i in 0..6 {
+            let g = session
+                .lock(format!("backup/{}", i % 3))
+                .acquire()
+                .await
+                .unwrap();
+            max = max.max(g.token());
+            if i < 3 {
+                g.release().await.unwrap();
+            } else {
+                std::mem::forget(g);
+            }
+        }
+        let holders = client.list("backup/").await.unwrap();
+        assert_eq!(holders.len(), 3);
+        let out = Command::new(binary("raftlock"))
+            .env("RAFTLOCK_ENDPOINTS", cluster.endpoints().join(","))
+            .args(["snapshot", "save"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (holders, max, session.id())
+    };
+
+    // Restoring into a data dir that holds data is refused.
+    let busy = tempfile::tempdir().unwrap();
+    std::fs::write(busy.path().join("junk"), b"x").unwrap();
+
+    let restored = Cluster::start_restored(3, &file).await;
+    let client = restored.client().await;
+    let again = client.list("backup/").await.unwrap();
+    assert_eq!(again, holders, "the same holders, tokens and metadata");
+    assert!(again.iter().all(|l| l.holders[0].session_id == sid));
+    let status = client.status().await.unwrap();
+    assert!(status.applied_index > max_token);
+    let fresh = client.session(Duration::from_secs(5)).await.unwrap();
+    let g = fresh
+        .lock("backup/new")
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        g.token() > max_token,
+        "token {} not above the backup's {max_token}",
+        g.token()
+    );
+    // The held locks stay held: a try finds them busy.
+    assert!(fresh
+        .lock("backup/0")
+        .try_acquire()
+        .await
+        .unwrap()
+        .is_none());
+    drop(restored);
+
+    let out = Command::new(binary("raftlockd"))
+        .arg("restore")
+        .arg("--snapshot")
+        .arg(&file)
+        .args([
+            "--id",
+            "1",
+            "--initial-cluster",
+            "1=127.0.0.1:1/127.0.0.1:2",
+        ])
+        .arg("--data-dir")
+        .arg(busy.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "restore into a used dir must fail");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("data"), "{err}");
+}
