@@ -204,6 +204,24 @@ async fn rolling_restart_under_load_loses_no_session_and_shows_no_error() {
     let mut cluster = Cluster::start(3).await;
     let client = cluster.client().await;
     let load = load(&client, 4);
+    // And `raftlock bench` as an outside client would run it: it exits
+    // non-zero on any error or lost session.
+    let bench = tokio::process::Command::new(raftlock_tests::binary("raftlock"))
+        .env("RAFTLOCK_ENDPOINTS", cluster.endpoints().join(","))
+        .args([
+            "bench",
+            "--clients",
+            "4",
+            "--duration",
+            "12s",
+            "--runs",
+            "1",
+            "--ttl",
+            "4s",
+        ])
+        .kill_on_drop(true)
+        .output();
+    let bench = tokio::spawn(bench);
     // Idle sessions with a short TTL: the most fragile thing to keep alive
     // across three leader changes.
     let mut idle = Vec::new();
@@ -250,6 +268,14 @@ async fn rolling_restart_under_load_loses_no_session_and_shows_no_error() {
     eprintln!(
         "{grants} grants through a rolling restart, 0 lost sessions, 0 client-visible errors"
     );
+    let out = bench.await.unwrap().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "raftlock bench saw errors or lost sessions:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{}", text.lines().nth(2).unwrap_or_default());
     for s in &idle {
         s.close().await.unwrap();
     }

@@ -1,5 +1,6 @@
 //! Command-line parsing and the shared bits of every subcommand.
 
+mod bench;
 mod describe;
 mod elect;
 mod list;
@@ -90,6 +91,9 @@ pub enum Command {
     /// Back up the cluster's state (`snapshot save FILE`).
     #[command(subcommand, visible_alias = "backup")]
     Snapshot(snapshot::Args),
+    /// Load the cluster and print throughput and latency percentiles
+    /// (median of several runs).
+    Bench(bench::Args),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -130,6 +134,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Members(a) => members::run(&cli, a).await,
         Command::TransferLeader(a) => members::transfer(&cli, a).await,
         Command::Snapshot(a) => snapshot::run(&cli, a).await,
+        Command::Bench(a) => bench::run(&cli, a).await,
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(

@@ -1,0 +1,255 @@
+//! `raftlock bench`: load against a cluster, with latency percentiles from
+//! an HDR histogram. Several runs per invocation; the summary gives the
+//! median run, since a shared machine's figures vary run to run.
+
+use super::{connect, Cli};
+use hdrhistogram::Histogram;
+use raftlock_client::Client;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// Acquire + release over many keys (keys ≫ clients).
+    Uncontended,
+    /// Acquire + release, every client on one key: FIFO handoff.
+    Contended,
+    /// Acquire, hold `--hold`, release.
+    Hold,
+    /// `--sessions` sessions kept alive, no locks; counts lost sessions.
+    Keepalive,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// What to do.
+    #[arg(long, value_enum, default_value = "uncontended")]
+    workload: Workload,
+    /// Concurrent clients (each with its own connection and session).
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+    /// Lock names to spread over (contended uses 1).
+    #[arg(long, default_value_t = 10_000)]
+    keys: usize,
+    /// Length of each run.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Runs; the summary is their median.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Hold time for `hold`.
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    hold: Duration,
+    /// Sessions for `keepalive`.
+    #[arg(long, default_value_t = 1_000)]
+    sessions: usize,
+    /// Session TTL.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    ttl: Duration,
+}
+
+#[derive(Serialize, Clone)]
+struct RunResult {
+    workload: Workload,
+    run: usize,
+    clients: usize,
+    ops: u64,
+    errors: u64,
+    ops_per_sec: f64,
+    p50_ms: f64,
+    p90_ms: f64,
+    p99_ms: f64,
+    p999_ms: f64,
+    max_ms: f64,
+    lost_sessions: u64,
+}
+
+pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
+    // Fail early with the usual message if the cluster is unreachable.
+    connect(cli).await?;
+    let mut results = Vec::new();
+    println!(
+        "{:<12} {:>3} {:>8} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}",
+        "workload",
+        "run",
+        "ops",
+        "errors",
+        "ops/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "p999 ms",
+        "max ms",
+        "lost"
+    );
+    for run in 1..=a.runs.max(1) {
+        let r = match a.workload {
+            Workload::Keepalive => keepalive(cli, a, run).await?,
+            _ => locks(cli, a, run).await?,
+        };
+        println!(
+            "{:<12} {:>3} {:>8} {:>7} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>5}",
+            format!("{:?}", r.workload).to_lowercase(),
+            r.run,
+            r.ops,
+            r.errors,
+            r.ops_per_sec,
+            r.p50_ms,
+            r.p90_ms,
+            r.p99_ms,
+            r.p999_ms,
+            r.max_ms,
+            r.lost_sessions
+        );
+        results.push(r);
+    }
+    let mut by_rate = results.clone();
+    by_rate.sort_by(|x, y| x.ops_per_sec.total_cmp(&y.ops_per_sec));
+    let median = &by_rate[by_rate.len() / 2];
+    println!(
+        "median of {} run(s): {:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms",
+        results.len(),
+        median.ops_per_sec,
+        median.p50_ms,
+        median.p99_ms
+    );
+    println!(
+        "{}",
+        serde_json::to_string(&serde_json::json!({ "median": median, "runs": results }))?
+    );
+    let failed = results.iter().any(|r| r.errors > 0 || r.lost_sessions > 0);
+    Ok(if failed { 1 } else { 0 })
+}
+
+fn ms(h: &Histogram<u64>, q: f64) -> f64 {
+    h.value_at_quantile(q) as f64 / 1000.0
+}
+
+async fn locks(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
+    let keys = if a.workload == Workload::Contended {
+        1
+    } else {
+        a.keys.max(1)
+    };
+    let mut workers = Vec::new();
+    let start = Arc::new(tokio::sync::Barrier::new(a.clients + 1));
+    for w in 0..a.clients {
+        // One client per worker: its own HTTP/2 connection, as separate
+        // service instances would have.
+        let client = Client::connect(&cli.endpoints).await?;
+        let session = client.session(a.ttl).await?;
+        let (start, workload, hold, duration) = (start.clone(), a.workload, a.hold, a.duration);
+        workers.push(tokio::spawn(async move {
+            let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("valid bounds");
+            let mut errors = 0u64;
+            let mut rng = rand::rngs::StdRng::from_entropy();
+            start.wait().await;
+            let end = Instant::now() + duration;
+            while Instant::now() < end {
+                let key = format!("bench/{run}/{}", rng.gen_range(0..keys));
+                let t = Instant::now();
+                let res = async {
+                    let g = session
+                        .lock(&key)
+                        .timeout(Duration::from_secs(30))
+                        .acquire()
+                        .await?;
+                    if workload == Workload::Hold {
+                        tokio::time::sleep(hold).await;
+                    }
+                    g.release().await
+                }
+                .await;
+                match res {
+                    Ok(()) => {
+                        let _ = h.record(t.elapsed().as_micros().max(1) as u64);
+                    }
+                    Err(e) => {
+                        errors += 1;
+                        if errors <= 3 {
+                            eprintln!("worker {w}: {e}");
+                        }
+                    }
+                }
+            }
+            let lost = u64::from(!session.is_valid());
+            let _ = session.close().await;
+            (h, errors, lost)
+        }));
+    }
+    let began = Instant::now();
+    start.wait().await;
+    let mut all = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
+    let (mut errors, mut lost) = (0, 0);
+    for w in workers {
+        let (h, e, l) = w.await?;
+        all.add(&h)?;
+        errors += e;
+        lost += l;
+    }
+    let secs = began.elapsed().as_secs_f64().max(a.duration.as_secs_f64());
+    Ok(RunResult {
+        workload: a.workload,
+        run,
+        clients: a.clients,
+        ops: all.len(),
+        errors,
+        ops_per_sec: all.len() as f64 / secs,
+        p50_ms: ms(&all, 0.5),
+        p90_ms: ms(&all, 0.9),
+        p99_ms: ms(&all, 0.99),
+        p999_ms: ms(&all, 0.999),
+        max_ms: all.max() as f64 / 1000.0,
+        lost_sessions: lost,
+    })
+}
+
+async fn keepalive(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
+    let clients: Vec<Client> = {
+        let mut v = Vec::new();
+        for _ in 0..a.clients.max(1) {
+            v.push(Client::connect(&cli.endpoints).await?);
+        }
+        v
+    };
+    let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
+    let mut sessions = Vec::with_capacity(a.sessions);
+    let mut errors = 0;
+    for i in 0..a.sessions {
+        let t = Instant::now();
+        match clients[i % clients.len()].session(a.ttl).await {
+            Ok(s) => {
+                let _ = h.record(t.elapsed().as_micros().max(1) as u64);
+                sessions.push(s);
+            }
+            Err(e) => {
+                errors += 1;
+                if errors <= 3 {
+                    eprintln!("session {i}: {e}");
+                }
+            }
+        }
+    }
+    tokio::time::sleep(a.duration).await;
+    let lost = sessions.iter().filter(|s| !s.is_valid()).count() as u64;
+    for s in &sessions {
+        let _ = s.close().await;
+    }
+    Ok(RunResult {
+        workload: a.workload,
+        run,
+        clients: clients.len(),
+        ops: h.len(),
+        errors,
+        ops_per_sec: 0.0,
+        p50_ms: ms(&h, 0.5),
+        p90_ms: ms(&h, 0.9),
+        p99_ms: ms(&h, 0.99),
+        p999_ms: ms(&h, 0.999),
+        max_ms: h.max() as f64 / 1000.0,
+        lost_sessions: lost,
+    })
+}
