@@ -1,1 +1,17 @@
-//! placeholder
+//! A Jepsen-style harness for raftlock: it runs real `raftlockd` clusters on
+//! loopback IPs, drives concurrent workloads through the client library
+//! while nemeses kill, pause, partition and reconfigure nodes, records
+//! every operation, and checks the history for the guarantees DESIGN.md
+//! promises (linearizable fenced mutexes, token order, mutual exclusion
+//! under valid leases, single leaders, semaphore bounds, durability).
+#![deny(missing_docs)]
+
+pub mod backend;
+pub mod checker;
+pub mod cluster;
+pub mod history;
+pub mod nemesis;
+pub mod net;
+pub mod report;
+pub mod run;
+pub mod workload;

@@ -1,0 +1,652 @@
+//! What the workloads talk to: the real cluster through `raftlock-client`,
+//! or an in-memory fake with planted faults that the checkers must catch.
+
+use raftlock_client::{Client, Error, LockGuard};
+use raftlock_proto::v1 as pb;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How an operation failed.
+#[derive(Debug, Clone)]
+pub enum OpError {
+    /// It certainly did not take effect.
+    Fail(String),
+    /// It may have taken effect (the answer was lost).
+    Unknown(String),
+}
+
+/// A connection to a lock service.
+#[tonic::async_trait]
+pub trait Backend: Send + Sync + 'static {
+    /// A session kept alive in the background.
+    async fn session(&self, ttl: Duration) -> Result<Box<dyn Session>, OpError>;
+    /// A session that is never kept alive: what the cluster sees of a
+    /// client frozen by a GC pause right after it got its lock.
+    async fn frozen_session(&self, ttl: Duration) -> Result<Box<dyn Session>, OpError>;
+    /// Tokens of `name`'s current holders (a linearizable read).
+    async fn holders(&self, name: &str) -> Result<Vec<u64>, OpError>;
+}
+
+/// A session of a [`Backend`].
+#[tonic::async_trait]
+pub trait Session: Send + Sync {
+    /// Session id.
+    fn id(&self) -> u64;
+    /// The local validity deadline (`None`: already lost).
+    fn valid_until(&self) -> Option<Instant>;
+    /// Acquires `name` exclusively (or one of `permits`), waiting up to
+    /// `wait`; `Ok(None)` = not granted in time.
+    async fn acquire(
+        &self,
+        name: &str,
+        permits: Option<u32>,
+        wait: Duration,
+    ) -> Result<Option<u64>, OpError>;
+    /// Releases the grant `token` of `name`.
+    async fn release(&self, name: &str, token: u64) -> Result<(), OpError>;
+    /// Campaigns in election `name`; `Ok(None)` = not elected in time.
+    async fn campaign(
+        &self,
+        name: &str,
+        value: &str,
+        wait: Duration,
+    ) -> Result<Option<u64>, OpError>;
+    /// Publishes a value as leader.
+    async fn proclaim(&self, name: &str, token: u64, value: &str) -> Result<(), OpError>;
+    /// Steps down.
+    async fn resign(&self, name: &str, token: u64) -> Result<(), OpError>;
+    /// Ends the session.
+    async fn close(&self);
+}
+
+fn classify(e: Error) -> OpError {
+    match e {
+        // The client retried until its deadline; an attempt may have landed.
+        Error::Unavailable(m) => OpError::Unknown(m),
+        Error::SessionLost(_) => OpError::Unknown(e.to_string()),
+        Error::Server { .. } => OpError::Unknown(e.to_string()),
+        other => OpError::Fail(other.to_string()),
+    }
+}
+
+/// The real cluster.
+pub struct Real {
+    client: Client,
+    endpoints: Vec<String>,
+}
+
+impl Real {
+    /// Connects to `endpoints`.
+    pub async fn connect(endpoints: Vec<String>) -> anyhow::Result<Real> {
+        let options = raftlock_client::Options {
+            deadline: Duration::from_secs(5),
+            ..Default::default()
+        };
+        let client = Client::connect_with(&endpoints, options).await?;
+        Ok(Real { client, endpoints })
+    }
+}
+
+#[tonic::async_trait]
+impl Backend for Real {
+    async fn session(&self, ttl: Duration) -> Result<Box<dyn Session>, OpError> {
+        let s = self.client.session(ttl).await.map_err(classify)?;
+        Ok(Box::new(RealSession {
+            session: s,
+            guards: Mutex::new(HashMap::new()),
+            leaderships: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    async fn frozen_session(&self, ttl: Duration) -> Result<Box<dyn Session>, OpError> {
+        Frozen::create(&self.endpoints, ttl).await
+    }
+
+    async fn holders(&self, name: &str) -> Result<Vec<u64>, OpError> {
+        let d = self.client.describe(name).await.map_err(classify)?;
+        Ok(d.holders.iter().map(|h| h.token).collect())
+    }
+}
+
+struct RealSession {
+    session: raftlock_client::Session,
+    guards: Mutex<HashMap<(String, u64), LockGuard>>,
+    leaderships: Mutex<HashMap<(String, u64), raftlock_client::Leadership>>,
+}
+
+#[tonic::async_trait]
+impl Session for RealSession {
+    fn id(&self) -> u64 {
+        self.session.id()
+    }
+
+    fn valid_until(&self) -> Option<Instant> {
+        self.session.valid_until().ok()
+    }
+
+    async fn acquire(
+        &self,
+        name: &str,
+        permits: Option<u32>,
+        wait: Duration,
+    ) -> Result<Option<u64>, OpError> {
+        let mut b = self.session.lock(name).timeout(wait);
+        if let Some(p) = permits {
+            b = b.permits(p);
+        }
+        match b.acquire().await {
+            Ok(g) => {
+                let token = g.token();
+                self.guards
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert((name.to_owned(), token), g);
+                Ok(Some(token))
+            }
+            Err(Error::WaitTimedOut(_)) => Ok(None),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn release(&self, name: &str, token: u64) -> Result<(), OpError> {
+        let g = self
+            .guards
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(name.to_owned(), token));
+        match g {
+            Some(g) => g.release().await.map_err(classify),
+            None => Err(OpError::Fail(format!("no guard for {name} token {token}"))),
+        }
+    }
+
+    async fn campaign(
+        &self,
+        name: &str,
+        value: &str,
+        wait: Duration,
+    ) -> Result<Option<u64>, OpError> {
+        match self
+            .session
+            .election(name)
+            .timeout(wait)
+            .campaign(value)
+            .await
+        {
+            Ok(l) => {
+                let token = l.token();
+                self.leaderships
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert((name.to_owned(), token), l);
+                Ok(Some(token))
+            }
+            Err(Error::WaitTimedOut(_)) => Ok(None),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn proclaim(&self, name: &str, token: u64, value: &str) -> Result<(), OpError> {
+        // Take the leadership out while awaiting: a std mutex guard cannot be
+        // held across an await.
+        let l = self
+            .leaderships
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(name.to_owned(), token));
+        let Some(l) = l else {
+            return Err(OpError::Fail(format!("not leading {name} with {token}")));
+        };
+        let r = l.proclaim(value).await.map_err(classify);
+        self.leaderships
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((name.to_owned(), token), l);
+        r
+    }
+
+    async fn resign(&self, name: &str, token: u64) -> Result<(), OpError> {
+        let l = self
+            .leaderships
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(name.to_owned(), token));
+        match l {
+            Some(l) => l.resign().await.map_err(classify),
+            None => Err(OpError::Fail(format!("not leading {name} with {token}"))),
+        }
+    }
+
+    async fn close(&self) {
+        // Guards must not release in the background after the session is
+        // closed (the close releases everything at once).
+        let guards: Vec<LockGuard> = self
+            .guards
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .map(|(_, g)| g)
+            .collect();
+        let leaderships: Vec<_> = self
+            .leaderships
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .map(|(_, l)| l)
+            .collect();
+        let _ = self.session.close().await;
+        drop(guards);
+        drop(leaderships);
+    }
+}
+
+/// A session created over raw gRPC and never renewed.
+struct Frozen {
+    endpoints: Vec<String>,
+    id: u64,
+    valid_until: Instant,
+}
+
+impl Frozen {
+    async fn create(endpoints: &[String], ttl: Duration) -> Result<Box<dyn Session>, OpError> {
+        let sent = Instant::now();
+        let id = raw_call(endpoints, |ch| async move {
+            pb::session_client::SessionClient::new(ch)
+                .create(pb::CreateSessionRequest {
+                    ttl_ms: ttl.as_millis() as u64,
+                    client_name: "jepsen-frozen".into(),
+                })
+                .await
+                .map(|r| r.into_inner().session_id)
+        })
+        .await?;
+        // The same rule the client library applies (DESIGN.md rule 4).
+        let margin = (ttl / 10).max(Duration::from_millis(200));
+        Ok(Box::new(Frozen {
+            endpoints: endpoints.to_vec(),
+            id,
+            valid_until: sent + ttl - margin,
+        }))
+    }
+}
+
+/// One call on whichever node leads, following leader hints.
+async fn raw_call<T, F, Fut>(endpoints: &[String], f: F) -> Result<T, OpError>
+where
+    F: Fn(tonic::transport::Channel) -> Fut,
+    Fut: std::future::Future<Output = Result<T, tonic::Status>>,
+{
+    let mut targets: Vec<String> = endpoints.to_vec();
+    let mut last = String::from("no endpoints");
+    for _ in 0..12 {
+        for addr in targets.clone() {
+            let Ok(ep) = tonic::transport::Endpoint::from_shared(format!("http://{addr}")) else {
+                continue;
+            };
+            let Ok(ch) = ep
+                .connect_timeout(Duration::from_millis(300))
+                .timeout(Duration::from_secs(2))
+                .connect()
+                .await
+            else {
+                continue;
+            };
+            match f(ch).await {
+                Ok(v) => return Ok(v),
+                Err(s) if s.code() == tonic::Code::Unavailable => {
+                    if let Some(hint) = s
+                        .metadata()
+                        .get(raftlock_proto::LEADER_METADATA_KEY)
+                        .and_then(|v| v.to_str().ok())
+                    {
+                        targets.retain(|t| t != hint);
+                        targets.insert(0, hint.to_owned());
+                    }
+                    last = s.message().to_owned();
+                }
+                Err(s) => {
+                    return Err(match s.code() {
+                        tonic::Code::DeadlineExceeded | tonic::Code::Unknown => {
+                            OpError::Unknown(s.message().to_owned())
+                        }
+                        _ => OpError::Fail(s.message().to_owned()),
+                    })
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Err(OpError::Unknown(last))
+}
+
+#[tonic::async_trait]
+impl Session for Frozen {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn valid_until(&self) -> Option<Instant> {
+        (Instant::now() < self.valid_until).then_some(self.valid_until)
+    }
+
+    async fn acquire(
+        &self,
+        name: &str,
+        _permits: Option<u32>,
+        _wait: Duration,
+    ) -> Result<Option<u64>, OpError> {
+        let id = self.id;
+        let request_id = uuid_bytes();
+        let r = raw_call(&self.endpoints, |ch| {
+            let req = pb::AcquireRequest {
+                session_id: id,
+                name: name.to_owned(),
+                request_id: request_id.clone(),
+                ..Default::default()
+            };
+            async move {
+                pb::lock_client::LockClient::new(ch)
+                    .acquire(req)
+                    .await
+                    .map(|r| r.into_inner())
+            }
+        })
+        .await?;
+        Ok(r.grant.filter(|_| r.acquired).map(|g| g.token))
+    }
+
+    async fn release(&self, name: &str, token: u64) -> Result<(), OpError> {
+        let id = self.id;
+        raw_call(&self.endpoints, |ch| {
+            let req = pb::ReleaseRequest {
+                session_id: id,
+                name: name.to_owned(),
+                token,
+            };
+            async move {
+                pb::lock_client::LockClient::new(ch)
+                    .release(req)
+                    .await
+                    .map(|_| ())
+            }
+        })
+        .await
+    }
+
+    async fn campaign(&self, _: &str, _: &str, _: Duration) -> Result<Option<u64>, OpError> {
+        Err(OpError::Fail("frozen sessions only take locks".into()))
+    }
+
+    async fn proclaim(&self, _: &str, _: u64, _: &str) -> Result<(), OpError> {
+        Err(OpError::Fail("frozen sessions only take locks".into()))
+    }
+
+    async fn resign(&self, _: &str, _: u64) -> Result<(), OpError> {
+        Err(OpError::Fail("frozen sessions only take locks".into()))
+    }
+
+    async fn close(&self) {}
+}
+
+fn uuid_bytes() -> Vec<u8> {
+    rand::random::<[u8; 16]>().to_vec()
+}
+
+/// A fault planted in the [`Fake`] backend.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Fault {
+    /// A correct in-memory lock service (the checkers must say valid).
+    None,
+    /// Grants without consensus: a second node also grants a held lock.
+    SplitBrain,
+    /// The state machine hands out the same token twice.
+    ReuseToken,
+    /// Leases expire before the client's validity deadline.
+    EarlyExpiry,
+    /// A restart loses acknowledged state (an fsync that was not one): the
+    /// final reads find an empty state machine whose tokens start over.
+    ForgetOnRestart,
+}
+
+#[derive(Default)]
+struct FakeState {
+    next_index: u64,
+    sessions: HashMap<u64, (Duration, Instant)>,
+    // name -> holders (session, token)
+    locks: HashMap<String, Vec<(u64, u64)>>,
+    // name -> the last token granted, and grants so far (for ReuseToken)
+    last_grant: HashMap<String, u64>,
+    grants: u64,
+}
+
+/// An in-memory lock service, correct or with one planted [`Fault`].
+pub struct Fake {
+    fault: Fault,
+    state: Arc<Mutex<FakeState>>,
+}
+
+impl Fake {
+    /// A fake with `fault` planted.
+    pub fn new(fault: Fault) -> Fake {
+        Fake {
+            fault,
+            state: Arc::default(),
+        }
+    }
+}
+
+struct FakeSession {
+    id: u64,
+    ttl: Duration,
+    frozen: bool,
+    created: Instant,
+    fault: Fault,
+    state: Arc<Mutex<FakeState>>,
+}
+
+impl FakeState {
+    fn index(&mut self) -> u64 {
+        self.next_index += 1;
+        self.next_index
+    }
+
+    /// Drops sessions whose lease ran out, and their holds.
+    fn expire(&mut self, now: Instant, fault: Fault) {
+        let dead: Vec<u64> = self
+            .sessions
+            .iter()
+            .filter(|(_, (ttl, renewed))| {
+                // The planted fault: the server's clock runs the lease out
+                // at a third of the TTL, before the client stops trusting it.
+                let ttl = if fault == Fault::EarlyExpiry {
+                    *ttl / 3
+                } else {
+                    *ttl
+                };
+                now > *renewed + ttl
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in dead {
+            self.sessions.remove(&id);
+            for holders in self.locks.values_mut() {
+                holders.retain(|(s, _)| *s != id);
+            }
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl Backend for Fake {
+    async fn session(&self, ttl: Duration) -> Result<Box<dyn Session>, OpError> {
+        self.make(ttl, false)
+    }
+
+    async fn frozen_session(&self, ttl: Duration) -> Result<Box<dyn Session>, OpError> {
+        self.make(ttl, true)
+    }
+
+    async fn holders(&self, name: &str) -> Result<Vec<u64>, OpError> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if self.fault == Fault::ForgetOnRestart && st.next_index > 10 {
+            // Final reads come after the "restart": everything is gone,
+            // sessions included, and the log index starts again.
+            *st = FakeState::default();
+        }
+        st.expire(Instant::now(), self.fault);
+        Ok(st
+            .locks
+            .get(name)
+            .map(|h| h.iter().map(|(_, t)| *t).collect())
+            .unwrap_or_default())
+    }
+}
+
+impl Fake {
+    fn make(&self, ttl: Duration, frozen: bool) -> Result<Box<dyn Session>, OpError> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let id = st.index();
+        let now = Instant::now();
+        st.sessions.insert(id, (ttl, now));
+        Ok(Box::new(FakeSession {
+            id,
+            ttl,
+            frozen,
+            created: now,
+            fault: self.fault,
+            state: self.state.clone(),
+        }))
+    }
+}
+
+impl FakeSession {
+    fn margin(&self) -> Duration {
+        (self.ttl / 10).max(Duration::from_millis(200))
+    }
+
+    /// Renews (unless frozen) and expires others, as a leader would.
+    fn tick(&self, st: &mut FakeState) -> bool {
+        let now = Instant::now();
+        if !self.frozen {
+            if let Some((_, renewed)) = st.sessions.get_mut(&self.id) {
+                *renewed = now;
+            }
+        }
+        st.expire(now, self.fault);
+        st.sessions.contains_key(&self.id)
+    }
+}
+
+#[tonic::async_trait]
+impl Session for FakeSession {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn valid_until(&self) -> Option<Instant> {
+        let until = if self.frozen {
+            self.created + self.ttl - self.margin()
+        } else {
+            // Renewed continuously in this fake.
+            Instant::now() + self.ttl - self.margin()
+        };
+        (Instant::now() < until).then_some(until)
+    }
+
+    async fn acquire(
+        &self,
+        name: &str,
+        permits: Option<u32>,
+        wait: Duration,
+    ) -> Result<Option<u64>, OpError> {
+        let give_up = Instant::now() + wait;
+        loop {
+            {
+                let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                if !self.tick(&mut st) {
+                    return Err(OpError::Fail("session gone".into()));
+                }
+                let cap = permits.unwrap_or(1) as usize;
+                let held = st.locks.get(name).map(|h| h.len()).unwrap_or(0);
+                // SplitBrain: a second "leader" grants while one holder exists.
+                let limit = if self.fault == Fault::SplitBrain {
+                    cap + 1
+                } else {
+                    cap
+                };
+                if held < limit {
+                    st.grants += 1;
+                    // The planted fault: every third grant hands out the
+                    // lock's previous token again.
+                    let token = match st.last_grant.get(name) {
+                        Some(&t)
+                            if self.fault == Fault::ReuseToken && st.grants.is_multiple_of(3) =>
+                        {
+                            t
+                        }
+                        _ => st.index(),
+                    };
+                    st.last_grant.insert(name.to_owned(), token);
+                    st.locks
+                        .entry(name.to_owned())
+                        .or_default()
+                        .push((self.id, token));
+                    return Ok(Some(token));
+                }
+            }
+            if Instant::now() >= give_up {
+                return Ok(None);
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    async fn release(&self, name: &str, token: u64) -> Result<(), OpError> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.tick(&mut st);
+        let holders = st.locks.entry(name.to_owned()).or_default();
+        let before = holders.len();
+        holders.retain(|&(s, t)| !(s == self.id && t == token));
+        if holders.len() == before {
+            return Err(OpError::Fail(format!("{name}: does not hold {token}")));
+        }
+        st.index();
+        Ok(())
+    }
+
+    async fn campaign(
+        &self,
+        name: &str,
+        _value: &str,
+        wait: Duration,
+    ) -> Result<Option<u64>, OpError> {
+        self.acquire(name, None, wait).await
+    }
+
+    async fn proclaim(&self, name: &str, token: u64, _value: &str) -> Result<(), OpError> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.tick(&mut st);
+        let holds = st
+            .locks
+            .get(name)
+            .is_some_and(|h| h.contains(&(self.id, token)));
+        if holds {
+            Ok(())
+        } else {
+            Err(OpError::Fail(format!("{name}: does not hold {token}")))
+        }
+    }
+
+    async fn resign(&self, name: &str, token: u64) -> Result<(), OpError> {
+        self.release(name, token).await
+    }
+
+    async fn close(&self) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.sessions.remove(&self.id);
+        for holders in st.locks.values_mut() {
+            holders.retain(|(s, _)| *s != self.id);
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! (a) Linearizability of each exclusive lock's history against a fenced,
+//! lease-aware mutex, by the Wing–Gong / Lowe search (the algorithm of
+//! Knossos and Porcupine) with memoization of (linearized set, state).
+//!
+//! The model of one lock: `holder` (a token or none) and `max`, the highest
+//! token granted.
+//! - acquire ok(t): needs `t > max` and no holder, or a holder whose lease
+//!   may have ended by this op's completion (its recorded lease deadline is
+//!   earlier, or its release already ended `info`); then `holder = t`.
+//! - release(t) ok: needs `holder == t`; then no holder.
+//! - release(t) fail: needs `holder != t`, or a holder `t` whose lease may
+//!   have ended by then (the server expired it); then no holder.
+//! - release(t) info: may take effect (as ok) or not, or never linearize.
+//! - acquire fail has no effect and is left out; acquire info is left out
+//!   too: its grant, if any, ended with its process's session, which only
+//!   makes the lock busy for a while and can never excuse another result.
+//!
+//! Elections (campaign/resign) are the same model.
+
+use super::{pairs, CheckResult, Holds, Verdict};
+use crate::history::{Op, Type, F};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+const NAME: &str = "linearizable";
+/// States the search may visit per lock before it answers unknown.
+const BUDGET: usize = 2_000_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct State {
+    holder: Option<u64>,
+    max: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    AcquireOk(u64),
+    ReleaseOk(u64),
+    ReleaseFail(u64),
+    ReleaseInfo(u64),
+}
+
+struct Entry {
+    op: Kind,
+    call: u64,
+    /// `None`: never returned (info): may linearize any time after `call`,
+    /// or never.
+    ret: Option<u64>,
+    ops: Vec<Op>,
+}
+
+/// For each token: the time after which its lease may be gone.
+type Expiry = HashMap<u64, u64>;
+
+fn step(s: State, e: &Entry, expiry: &Expiry) -> Vec<State> {
+    // The latest moment this op can linearize at.
+    let latest = e.ret.unwrap_or(u64::MAX);
+    let expirable = |t: u64| expiry.get(&t).is_some_and(|&x| x < latest);
+    match e.op {
+        Kind::AcquireOk(t) => {
+            let free = match s.holder {
+                None => true,
+                Some(h) => expirable(h),
+            };
+            if t > s.max && free {
+                vec![State {
+                    holder: Some(t),
+                    max: t,
+                }]
+            } else {
+                vec![]
+            }
+        }
+        Kind::ReleaseOk(t) => {
+            if s.holder == Some(t) {
+                vec![State { holder: None, ..s }]
+            } else {
+                vec![]
+            }
+        }
+        Kind::ReleaseFail(t) => {
+            if s.holder != Some(t) {
+                vec![s]
+            } else if expirable(t) {
+                vec![State { holder: None, ..s }]
+            } else {
+                vec![]
+            }
+        }
+        Kind::ReleaseInfo(t) => {
+            if s.holder == Some(t) {
+                vec![State { holder: None, ..s }, s]
+            } else {
+                vec![s]
+            }
+        }
+    }
+}
+
+/// Outcome of one lock's search.
+enum Search {
+    Ok(usize),
+    Fail(Vec<Op>),
+    GaveUp,
+}
+
+fn search(entries: &[Entry], expiry: &Expiry) -> Search {
+    // Events: (time, is_return, entry). At equal times returns come first:
+    // an op that started exactly when another ended may not be ordered
+    // before it.
+    let mut events: Vec<(u64, bool, usize)> = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        events.push((e.call, false, i));
+        if let Some(r) = e.ret {
+            events.push((r, true, i));
+        }
+    }
+    events.sort_by_key(|&(t, is_ret, i)| (t, !is_ret, i));
+    let n = events.len();
+    const END: usize = usize::MAX;
+    // A doubly linked list over the events, with a head sentinel at n.
+    let head = n;
+    let mut next: Vec<usize> = (0..=n)
+        .map(|k| if k + 1 < n { k + 1 } else { END })
+        .collect();
+    next[head] = if n > 0 { 0 } else { END };
+    let mut prev: Vec<usize> = (0..=n).map(|k| if k == 0 { head } else { k - 1 }).collect();
+    let mut call_ev = vec![END; entries.len()];
+    let mut ret_ev = vec![END; entries.len()];
+    for (k, &(_, is_ret, i)) in events.iter().enumerate() {
+        if is_ret {
+            ret_ev[i] = k;
+        } else {
+            call_ev[i] = k;
+        }
+    }
+    fn unlink(next: &mut [usize], prev: &mut [usize], k: usize) {
+        let (p, q) = (prev[k], next[k]);
+        next[p] = q;
+        if q != usize::MAX {
+            prev[q] = p;
+        }
+    }
+    fn relink(next: &mut [usize], prev: &mut [usize], k: usize) {
+        let (p, q) = (prev[k], next[k]);
+        next[p] = k;
+        if q != usize::MAX {
+            prev[q] = k;
+        }
+    }
+    // Ops that must still linearize (those that returned).
+    let mut pending = entries.iter().filter(|e| e.ret.is_some()).count();
+    let words = entries.len().div_ceil(64).max(1);
+    let mut done = vec![0u64; words];
+    let mut cache: HashSet<(Vec<u64>, State)> = HashSet::new();
+    // (entry, state before it, its other outcomes still to try)
+    let mut stack: Vec<(usize, State, Vec<State>)> = Vec::new();
+    let mut state = State {
+        holder: None,
+        max: 0,
+    };
+    let mut cursor = next[head];
+    let mut visited = 0usize;
+    let mut deepest: Vec<usize> = Vec::new();
+    let take = |i: usize,
+                next: &mut [usize],
+                prev: &mut [usize],
+                done: &mut [u64],
+                pending: &mut usize| {
+        done[i / 64] |= 1 << (i % 64);
+        unlink(next, prev, call_ev[i]);
+        if ret_ev[i] != END {
+            unlink(next, prev, ret_ev[i]);
+            *pending -= 1;
+        }
+    };
+    let untake = |i: usize,
+                  next: &mut [usize],
+                  prev: &mut [usize],
+                  done: &mut [u64],
+                  pending: &mut usize| {
+        done[i / 64] &= !(1 << (i % 64));
+        if ret_ev[i] != END {
+            relink(next, prev, ret_ev[i]);
+            *pending += 1;
+        }
+        relink(next, prev, call_ev[i]);
+    };
+    loop {
+        if pending == 0 {
+            // Whatever is left never returned and may never have happened.
+            return Search::Ok(visited);
+        }
+        visited += 1;
+        if visited > BUDGET {
+            return Search::GaveUp;
+        }
+        let at_return = cursor == END || events[cursor].1;
+        if !at_return {
+            let i = events[cursor].2;
+            let mut outcomes = step(state, &entries[i], expiry);
+            let mut advanced = false;
+            while let Some(s2) = outcomes.pop() {
+                done[i / 64] |= 1 << (i % 64);
+                let fresh = cache.insert((done.clone(), s2));
+                done[i / 64] &= !(1 << (i % 64));
+                if fresh {
+                    take(i, &mut next, &mut prev, &mut done, &mut pending);
+                    stack.push((i, state, outcomes));
+                    state = s2;
+                    cursor = next[head];
+                    advanced = true;
+                    break;
+                }
+            }
+            if !advanced {
+                cursor = next[cursor];
+            }
+            continue;
+        }
+        // An op returned before it could be placed: undo the last choice.
+        if stack.len() >= deepest.len() {
+            deepest = stack.iter().map(|s| s.0).collect();
+            if cursor != END {
+                deepest.push(events[cursor].2);
+            }
+        }
+        let Some((j, before, mut alts)) = stack.pop() else {
+            return Search::Fail(counterexample(entries, &deepest));
+        };
+        untake(j, &mut next, &mut prev, &mut done, &mut pending);
+        state = before;
+        // The same op with another outcome, if one is new.
+        let mut retried = false;
+        while let Some(alt) = alts.pop() {
+            done[j / 64] |= 1 << (j % 64);
+            let fresh = cache.insert((done.clone(), alt));
+            done[j / 64] &= !(1 << (j % 64));
+            if fresh {
+                take(j, &mut next, &mut prev, &mut done, &mut pending);
+                stack.push((j, before, alts));
+                state = alt;
+                cursor = next[head];
+                retried = true;
+                break;
+            }
+        }
+        if !retried {
+            cursor = next[call_ev[j]];
+        }
+    }
+}
+
+fn counterexample(entries: &[Entry], path: &[usize]) -> Vec<Op> {
+    // The last few ops that did linearize, and the one that could not.
+    let tail = &path[path.len().saturating_sub(6)..];
+    tail.iter().flat_map(|&i| entries[i].ops.clone()).collect()
+}
+
+/// Checks every exclusive lock and election.
+pub(crate) fn check(history: &[Op], holds: &Holds) -> CheckResult {
+    let ps = pairs(history);
+    // Lease ends the model may assume, per (lock, token).
+    let mut expiry: BTreeMap<&str, Expiry> = BTreeMap::new();
+    for h in &holds.0 {
+        if !matches!(h.f, F::Acquire | F::Campaign) {
+            continue;
+        }
+        let mut at = h.lease_deadline;
+        if h.release == Some(Type::Info) {
+            // The retired process's session was closed right after.
+            at = Some(at.map_or(h.end, |d| d.min(h.release_done.unwrap_or(h.end))));
+        }
+        if let Some(at) = at {
+            expiry
+                .entry(h.lock.as_str())
+                .or_default()
+                .insert(h.token, at);
+        }
+    }
+    let mut by_lock: BTreeMap<&str, Vec<Entry>> = BTreeMap::new();
+    for p in &ps {
+        let (acq, rel) = match p.invoke.f {
+            F::Acquire | F::Release => (F::Acquire, F::Release),
+            F::Campaign | F::Resign => (F::Campaign, F::Resign),
+            _ => continue,
+        };
+        let kind = p.kind();
+        let token = if p.invoke.f == acq {
+            p.done.and_then(|d| d.token)
+        } else {
+            p.invoke.token
+        };
+        let Some(token) = token else { continue };
+        let op = match (p.invoke.f == rel, kind) {
+            (false, Type::Ok) => Kind::AcquireOk(token),
+            (false, _) => continue,
+            (true, Type::Ok) => Kind::ReleaseOk(token),
+            (true, Type::Fail) => Kind::ReleaseFail(token),
+            (true, _) => Kind::ReleaseInfo(token),
+        };
+        let ret = match kind {
+            Type::Info | Type::Invoke => None,
+            _ => p.done.map(|d| d.time_ns),
+        };
+        by_lock.entry(&p.invoke.lock).or_default().push(Entry {
+            op,
+            call: p.invoke.time_ns,
+            ret,
+            ops: std::iter::once(p.invoke.clone())
+                .chain(p.done.cloned())
+                .collect(),
+        });
+    }
+    if by_lock.is_empty() {
+        return CheckResult::new(
+            NAME,
+            Verdict::Skipped,
+            "no lock or election ops in this workload",
+        );
+    }
+    let empty = Expiry::new();
+    let mut total_ops = 0;
+    let mut states = 0;
+    let mut gave_up = Vec::new();
+    for (lock, entries) in &by_lock {
+        total_ops += entries.len();
+        match search(entries, expiry.get(lock).unwrap_or(&empty)) {
+            Search::Ok(v) => states += v,
+            Search::GaveUp => gave_up.push(lock.to_string()),
+            Search::Fail(ops) => {
+                return CheckResult::invalid(
+                    NAME,
+                    format!("{lock}: no linearization of its {} ops fits a fenced mutex; the counterexample ends with the op that cannot be placed", entries.len()),
+                    ops,
+                );
+            }
+        }
+    }
+    let stats = serde_json::json!({ "names": by_lock.len(), "ops": total_ops, "states": states });
+    if !gave_up.is_empty() {
+        return CheckResult::new(
+            NAME,
+            Verdict::Unknown,
+            format!("search budget exhausted on {}", gave_up.join(", ")),
+        )
+        .with_stats(stats);
+    }
+    CheckResult::new(
+        NAME,
+        Verdict::Valid,
+        format!(
+            "{total_ops} ops on {} name(s) linearize as a fenced mutex",
+            by_lock.len()
+        ),
+    )
+    .with_stats(stats)
+}

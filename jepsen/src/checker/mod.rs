@@ -1,0 +1,540 @@
+//! Checkers: each reads the history and says valid, invalid (with a small
+//! counterexample: the ops that show the violation) or unknown.
+//!
+//! How long a holder may act on a lock matters to several of them. A
+//! holder's *hold* runs from its acquire's `ok` until it invokes the
+//! release, and never past the lease deadline the client recorded with
+//! its later ops (`valid_until_ns`): a correct client stops acting there,
+//! and a correct server never lets the lease go before it.
+
+mod linearizable;
+
+use crate::history::{Op, Type, F};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// A checker's verdict.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// No violation.
+    Valid,
+    /// A violation, shown by the counterexample.
+    Invalid,
+    /// Could not decide (the search gave up, a final read failed).
+    Unknown,
+    /// Nothing of its kind in this history (another workload's checker).
+    Skipped,
+}
+
+/// What one checker found.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckResult {
+    /// Checker name.
+    pub checker: String,
+    /// Verdict.
+    pub verdict: Verdict,
+    /// One line for a person.
+    pub explanation: String,
+    /// The ops that show the violation (empty unless invalid).
+    pub counterexample: Vec<Op>,
+    /// Figures (ops checked, ...).
+    pub stats: serde_json::Value,
+}
+
+impl CheckResult {
+    fn new(checker: &str, verdict: Verdict, explanation: impl Into<String>) -> Self {
+        CheckResult {
+            checker: checker.into(),
+            verdict,
+            explanation: explanation.into(),
+            counterexample: vec![],
+            stats: serde_json::Value::Null,
+        }
+    }
+
+    fn invalid(checker: &str, explanation: impl Into<String>, ops: Vec<Op>) -> Self {
+        CheckResult {
+            counterexample: ops,
+            ..Self::new(checker, Verdict::Invalid, explanation)
+        }
+    }
+
+    fn with_stats(mut self, stats: serde_json::Value) -> Self {
+        self.stats = stats;
+        self
+    }
+}
+
+/// Runs every checker.
+pub fn check_all(history: &[Op]) -> Vec<CheckResult> {
+    let holds = Holds::from(history);
+    vec![
+        linearizable::check(history, &holds),
+        fencing(history),
+        exclusion("mutual_exclusion", &holds, F::Acquire),
+        exclusion("election", &holds, F::Campaign),
+        semaphore(&holds),
+        durability(history),
+    ]
+}
+
+/// An invocation and its completion (`None`: never completed, as good as
+/// `info`).
+#[derive(Clone, Copy)]
+pub(crate) struct Pair<'a> {
+    pub(crate) invoke: &'a Op,
+    pub(crate) done: Option<&'a Op>,
+}
+
+impl Pair<'_> {
+    pub(crate) fn kind(&self) -> Type {
+        self.done.map(|d| d.kind).unwrap_or(Type::Info)
+    }
+}
+
+/// Pairs every invocation with its process's next completion.
+pub(crate) fn pairs(history: &[Op]) -> Vec<Pair<'_>> {
+    let mut open: HashMap<u64, usize> = HashMap::new();
+    let mut out: Vec<Pair> = Vec::new();
+    for op in history {
+        if op.kind == Type::Invoke {
+            open.insert(op.process, out.len());
+            out.push(Pair {
+                invoke: op,
+                done: None,
+            });
+        } else if let Some(i) = open.remove(&op.process) {
+            out[i].done = Some(op);
+        }
+    }
+    out
+}
+
+/// One acknowledged grant and how long its holder could act on it.
+#[derive(Clone, Debug)]
+pub(crate) struct Hold {
+    pub(crate) f: F,
+    pub(crate) lock: String,
+    pub(crate) token: u64,
+    pub(crate) session: Option<u64>,
+    pub(crate) permits: Option<u64>,
+    /// The acquire's invoke and ok.
+    pub(crate) acquire: (Op, Op),
+    /// When the acquire completed.
+    pub(crate) start: u64,
+    /// Until when the holder acted on it (see the module doc).
+    pub(crate) end: u64,
+    /// The earliest lease deadline recorded for it, if any.
+    pub(crate) lease_deadline: Option<u64>,
+    /// The op that ended it (release invoke), if any.
+    pub(crate) ended_by: Option<Op>,
+    /// How that release completed.
+    pub(crate) release: Option<Type>,
+    /// When that release completed.
+    pub(crate) release_done: Option<u64>,
+}
+
+/// Every acknowledged grant of every kind.
+pub(crate) struct Holds(pub(crate) Vec<Hold>);
+
+fn releases(f: F) -> Option<F> {
+    match f {
+        F::Acquire => Some(F::Release),
+        F::Campaign => Some(F::Resign),
+        F::SemAcquire => Some(F::SemRelease),
+        _ => None,
+    }
+}
+
+impl From<&[Op]> for Holds {
+    fn from(history: &[Op]) -> Self {
+        let end_of_history = history.last().map(|o| o.time_ns).unwrap_or(0);
+        let ps = pairs(history);
+        // Ops of each process in order, to find what follows a grant.
+        let mut by_process: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+        for (i, p) in ps.iter().enumerate() {
+            by_process.entry(p.invoke.process).or_default().push(i);
+        }
+        let mut holds = Vec::new();
+        for idxs in by_process.values() {
+            for (k, &i) in idxs.iter().enumerate() {
+                let p = ps[i];
+                let Some(release_f) = releases(p.invoke.f) else {
+                    continue;
+                };
+                let Some(done) = p.done.filter(|d| d.kind == Type::Ok) else {
+                    continue;
+                };
+                let Some(token) = done.token else { continue };
+                let mut hold = Hold {
+                    f: p.invoke.f,
+                    lock: p.invoke.lock.clone(),
+                    token,
+                    session: p.invoke.session,
+                    permits: p
+                        .invoke
+                        .value
+                        .as_ref()
+                        .and_then(|v| v.get("permits"))
+                        .and_then(|v| v.as_u64()),
+                    acquire: (p.invoke.clone(), done.clone()),
+                    start: done.time_ns,
+                    end: end_of_history,
+                    lease_deadline: None,
+                    ended_by: None,
+                    release: None,
+                    release_done: None,
+                };
+                // Later ops of the same process on this grant: writes and
+                // proclaims carry lease deadlines; the release ends it.
+                for &j in &idxs[k + 1..] {
+                    let q = ps[j];
+                    if q.invoke.lock != hold.lock || q.invoke.token != Some(token) {
+                        break;
+                    }
+                    if let Some(v) = q.invoke.valid_until_ns {
+                        hold.lease_deadline = Some(hold.lease_deadline.map_or(v, |d| d.min(v)));
+                    }
+                    if q.invoke.f == release_f {
+                        hold.end = q.invoke.time_ns;
+                        hold.ended_by = Some(q.invoke.clone());
+                        hold.release = Some(q.kind());
+                        hold.release_done = q.done.map(|d| d.time_ns);
+                        break;
+                    }
+                }
+                if let Some(d) = hold.lease_deadline {
+                    hold.end = hold.end.min(d.max(hold.start));
+                }
+                holds.push(hold);
+            }
+        }
+        holds.sort_by_key(|h| (h.start, h.token));
+        Holds(holds)
+    }
+}
+
+fn hold_ops(h: &Hold) -> Vec<Op> {
+    let mut v = vec![h.acquire.0.clone(), h.acquire.1.clone()];
+    v.extend(h.ended_by.clone());
+    v
+}
+
+/// (c)/(d): among holds of one name, no two overlap.
+fn exclusion(name: &str, holds: &Holds, f: F) -> CheckResult {
+    let mut by_lock: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
+    for h in holds.0.iter().filter(|h| h.f == f) {
+        by_lock.entry(&h.lock).or_default().push(h);
+    }
+    if by_lock.is_empty() {
+        return CheckResult::new(
+            name,
+            Verdict::Skipped,
+            "no grants of this kind in this workload",
+        );
+    }
+    let mut checked = 0;
+    for (lock, hs) in &by_lock {
+        // Sorted by start; the hold reaching furthest so far is the one a
+        // new hold could overlap.
+        let mut furthest: Option<&Hold> = None;
+        for h in hs {
+            checked += 1;
+            if let Some(prev) = furthest {
+                if h.start < prev.end && prev.token != h.token {
+                    let mut ops = hold_ops(prev);
+                    ops.extend(hold_ops(h));
+                    return CheckResult::invalid(
+                        name,
+                        format!(
+                            "{lock}: token {} (session {:?}) was granted at {:.3}s while token {} (session {:?}) was still held until {:.3}s",
+                            h.token, h.session, h.start as f64 / 1e9, prev.token, prev.session, prev.end as f64 / 1e9
+                        ),
+                        ops,
+                    );
+                }
+            }
+            if furthest.is_none_or(|p| h.end > p.end) {
+                furthest = Some(h);
+            }
+        }
+    }
+    CheckResult::new(
+        name,
+        Verdict::Valid,
+        format!(
+            "{checked} holds on {} name(s), none overlapping",
+            by_lock.len()
+        ),
+    )
+    .with_stats(serde_json::json!({ "holds": checked, "names": by_lock.len() }))
+}
+
+/// (e): never more overlapping holds than permits.
+fn semaphore(holds: &Holds) -> CheckResult {
+    const NAME: &str = "semaphore";
+    let mut by_lock: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
+    for h in holds.0.iter().filter(|h| h.f == F::SemAcquire) {
+        by_lock.entry(&h.lock).or_default().push(h);
+    }
+    if by_lock.is_empty() {
+        return CheckResult::new(
+            NAME,
+            Verdict::Skipped,
+            "no semaphore grants in this workload",
+        );
+    }
+    let mut checked = 0;
+    for (lock, hs) in &by_lock {
+        let permits = hs.iter().filter_map(|h| h.permits).max().unwrap_or(1) as usize;
+        // Sweep: holds active at each start.
+        let mut active: Vec<&Hold> = Vec::new();
+        for h in hs {
+            checked += 1;
+            active.retain(|a| a.end > h.start);
+            active.push(h);
+            if active.len() > permits {
+                let ops = active.iter().flat_map(|a| hold_ops(a)).collect();
+                return CheckResult::invalid(
+                    NAME,
+                    format!(
+                        "{lock}: {} holders at {:.3}s with {permits} permits (tokens {:?})",
+                        active.len(),
+                        h.start as f64 / 1e9,
+                        active.iter().map(|a| a.token).collect::<Vec<_>>()
+                    ),
+                    ops,
+                );
+            }
+        }
+    }
+    CheckResult::new(
+        NAME,
+        Verdict::Valid,
+        format!("{checked} permits granted, never more holders than permits"),
+    )
+    .with_stats(serde_json::json!({ "holds": checked }))
+}
+
+/// (b): exclusive tokens unique and ordered; the fenced register accepted
+/// writes in token order and only with granted tokens.
+fn fencing(history: &[Op]) -> CheckResult {
+    const NAME: &str = "fencing";
+    let ps = pairs(history);
+    let grants: Vec<Pair> = ps
+        .iter()
+        .copied()
+        .filter(|p| matches!(p.invoke.f, F::Acquire | F::Campaign) && p.kind() == Type::Ok)
+        .filter(|p| p.done.and_then(|d| d.token).is_some())
+        .collect();
+    if grants.is_empty() {
+        return CheckResult::new(
+            NAME,
+            Verdict::Skipped,
+            "no exclusive grants in this workload",
+        );
+    }
+    let token = |p: &Pair| p.done.and_then(|d| d.token).unwrap_or(0);
+    let ops = |a: &Pair, b: &Pair| -> Vec<Op> {
+        [a, b]
+            .iter()
+            .flat_map(|p| std::iter::once(p.invoke.clone()).chain(p.done.cloned()))
+            .collect()
+    };
+    let mut by_lock: BTreeMap<&str, Vec<Pair>> = BTreeMap::new();
+    for g in &grants {
+        by_lock.entry(&g.invoke.lock).or_default().push(*g);
+    }
+    for (lock, gs) in &by_lock {
+        let mut seen: HashMap<u64, &Pair> = HashMap::new();
+        for g in gs {
+            if let Some(other) = seen.insert(token(g), g) {
+                return CheckResult::invalid(
+                    NAME,
+                    format!("{lock}: token {} granted twice", token(g)),
+                    ops(other, g),
+                );
+            }
+        }
+        // A grant that completed before another was invoked must have the
+        // smaller token.
+        let mut by_done: Vec<&Pair> = gs.iter().collect();
+        by_done.sort_by_key(|p| p.done.map(|d| d.time_ns).unwrap_or(0));
+        let mut prefix_max: Vec<(u64, usize)> = Vec::with_capacity(by_done.len());
+        for (i, p) in by_done.iter().enumerate() {
+            let best = match prefix_max.last() {
+                Some(&(t, j)) if t >= token(p) => (t, j),
+                _ => (token(p), i),
+            };
+            prefix_max.push(best);
+        }
+        for g in gs {
+            let before = by_done
+                .partition_point(|p| p.done.map(|d| d.time_ns).unwrap_or(0) < g.invoke.time_ns);
+            if before == 0 {
+                continue;
+            }
+            let (t, j) = prefix_max[before - 1];
+            if t >= token(g) {
+                return CheckResult::invalid(
+                    NAME,
+                    format!(
+                        "{lock}: token {} was granted after token {t} had already been acknowledged",
+                        token(g)
+                    ),
+                    ops(by_done[j], g),
+                );
+            }
+        }
+    }
+    // The register: accepted writes never go back in token order, and an
+    // accepted token was granted for that name.
+    let writes: Vec<Pair> = ps
+        .iter()
+        .copied()
+        .filter(|p| p.invoke.f == F::Write && p.kind() == Type::Ok)
+        .collect();
+    let mut highest: HashMap<&str, &Pair> = HashMap::new();
+    let mut accepted = 0;
+    let mut refused_stale = 0;
+    for w in ps.iter().filter(|p| p.invoke.f == F::Write) {
+        if w.kind() == Type::Fail {
+            refused_stale += 1;
+        }
+    }
+    let mut sorted = writes.clone();
+    sorted.sort_by_key(|p| p.done.map(|d| d.time_ns).unwrap_or(0));
+    for w in &sorted {
+        accepted += 1;
+        let t = w.invoke.token.unwrap_or(0);
+        let granted = by_lock
+            .get(w.invoke.lock.as_str())
+            .is_some_and(|gs| gs.iter().any(|g| token(g) == t));
+        if !granted {
+            return CheckResult::invalid(
+                NAME,
+                format!(
+                    "{}: the register accepted token {t}, which was never granted",
+                    w.invoke.lock
+                ),
+                std::iter::once(w.invoke.clone())
+                    .chain(w.done.cloned())
+                    .collect(),
+            );
+        }
+        if let Some(prev) = highest.get(w.invoke.lock.as_str()) {
+            if prev.invoke.token.unwrap_or(0) > t {
+                return CheckResult::invalid(
+                    NAME,
+                    format!(
+                        "{}: the register accepted token {t} after token {}",
+                        w.invoke.lock,
+                        prev.invoke.token.unwrap_or(0)
+                    ),
+                    ops(prev, w),
+                );
+            }
+        }
+        highest.insert(&w.invoke.lock, w);
+    }
+    CheckResult::new(
+        NAME,
+        Verdict::Valid,
+        format!(
+            "{} exclusive grants: tokens unique and ordered; register accepted {accepted} writes in token order, refused {refused_stale} stale",
+            grants.len()
+        ),
+    )
+    .with_stats(serde_json::json!({
+        "grants": grants.len(), "writes_accepted": accepted, "writes_refused": refused_stale
+    }))
+}
+
+/// (f): after the final restart, nothing acknowledged is gone.
+fn durability(history: &[Op]) -> CheckResult {
+    const NAME: &str = "durability";
+    let ps = pairs(history);
+    let finals: Vec<Pair> = ps
+        .iter()
+        .copied()
+        .filter(|p| p.invoke.f == F::FinalRead)
+        .collect();
+    if finals.is_empty() {
+        return CheckResult::new(NAME, Verdict::Unknown, "no final reads in the history");
+    }
+    let mut unknown = Vec::new();
+    for fr in &finals {
+        let lock = fr.invoke.lock.as_str();
+        let Some(done) = fr.done.filter(|d| d.kind == Type::Ok) else {
+            unknown.push(lock.to_owned());
+            continue;
+        };
+        let value = done.value.clone().unwrap_or_default();
+        let fresh = value
+            .get("fresh_token")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
+        let holders: Vec<u64> = value
+            .get("holders")
+            .and_then(|v| v.as_array())
+            .map(|a| a.iter().filter_map(|t| t.as_u64()).collect())
+            .unwrap_or_default();
+        let acked: Vec<Pair> = ps
+            .iter()
+            .copied()
+            .filter(|p| {
+                p.invoke.lock == lock && releases(p.invoke.f).is_some() && p.kind() == Type::Ok
+            })
+            .collect();
+        if let Some(g) = acked
+            .iter()
+            .find(|g| g.done.and_then(|d| d.token).unwrap_or(0) >= fresh)
+        {
+            return CheckResult::invalid(
+                NAME,
+                format!(
+                    "{lock}: after the restart a new grant got token {fresh}, not above the acknowledged token {}",
+                    g.done.and_then(|d| d.token).unwrap_or(0)
+                ),
+                vec![g.invoke.clone(), g.done.cloned().unwrap_or_else(|| g.invoke.clone()), done.clone()],
+            );
+        }
+        // A release that was acknowledged cannot come back as a holder.
+        let released: Option<Pair> = ps.iter().copied().find(|p| {
+            p.invoke.lock == lock
+                && matches!(p.invoke.f, F::Release | F::Resign | F::SemRelease)
+                && p.kind() == Type::Ok
+                && p.invoke.token.is_some_and(|t| holders.contains(&t))
+        });
+        if let Some(r) = released {
+            return CheckResult::invalid(
+                NAME,
+                format!(
+                    "{lock}: token {} is a holder after the restart although its release was acknowledged",
+                    r.invoke.token.unwrap_or(0)
+                ),
+                vec![r.invoke.clone(), r.done.cloned().unwrap_or_else(|| r.invoke.clone()), done.clone()],
+            );
+        }
+    }
+    if unknown.len() == finals.len() {
+        return CheckResult::new(
+            NAME,
+            Verdict::Unknown,
+            format!("no final read completed ({})", unknown.join(", ")),
+        );
+    }
+    CheckResult::new(
+        NAME,
+        Verdict::Valid,
+        format!(
+            "{} name(s) read after the restart: fresh tokens above every acknowledged one, no acknowledged release undone{}",
+            finals.len() - unknown.len(),
+            if unknown.is_empty() { String::new() } else { format!(" ({} unread: {})", unknown.len(), unknown.join(", ")) }
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,383 @@
+//! Each checker on small hand-made histories: valid on a correct one,
+//! invalid with a counterexample on one with a planted fault.
+
+use super::*;
+use crate::history::{Op, Type, F};
+use serde_json::json;
+
+/// Builds histories record by record; times in ms.
+#[derive(Default)]
+struct H(Vec<Op>);
+
+impl H {
+    #[allow(clippy::too_many_arguments)]
+    fn rec(
+        &mut self,
+        ms: u64,
+        process: u64,
+        kind: Type,
+        f: F,
+        lock: &str,
+        token: Option<u64>,
+        valid_until_ms: Option<u64>,
+        value: Option<serde_json::Value>,
+    ) -> &mut Self {
+        let index = self.0.len();
+        self.0.push(Op {
+            index,
+            time_ns: ms * 1_000_000,
+            process,
+            kind,
+            f,
+            lock: lock.into(),
+            session: Some(process + 100),
+            token,
+            valid_until_ns: valid_until_ms.map(|v| v * 1_000_000),
+            value,
+            error: None,
+        });
+        self
+    }
+    /// A whole hold: acquire [a0, a1] ok(token), release [r0, r1] ok.
+    #[allow(clippy::too_many_arguments)]
+    fn hold(
+        &mut self,
+        p: u64,
+        lock: &str,
+        t: u64,
+        a0: u64,
+        a1: u64,
+        r0: u64,
+        r1: u64,
+    ) -> &mut Self {
+        self.rec(a0, p, Type::Invoke, F::Acquire, lock, None, None, None)
+            .rec(a1, p, Type::Ok, F::Acquire, lock, Some(t), None, None)
+            .rec(
+                r0,
+                p,
+                Type::Invoke,
+                F::Release,
+                lock,
+                Some(t),
+                Some(r0 + 2000),
+                None,
+            )
+            .rec(r1, p, Type::Ok, F::Release, lock, Some(t), None, None)
+    }
+}
+
+fn get<'a>(rs: &'a [CheckResult], name: &str) -> &'a CheckResult {
+    rs.iter().find(|r| r.checker == name).expect("checker ran")
+}
+
+fn assert_invalid(rs: &[CheckResult], name: &str) {
+    let r = get(rs, name);
+    assert_eq!(r.verdict, Verdict::Invalid, "{name}: {}", r.explanation);
+    assert!(
+        !r.counterexample.is_empty(),
+        "{name} without counterexample"
+    );
+}
+
+#[test]
+fn sequential_holds_are_valid_everywhere() {
+    let mut h = H::default();
+    h.hold(1, "a", 3, 0, 5, 10, 15)
+        .hold(2, "a", 7, 8, 20, 30, 35);
+    let rs = check_all(&h.0);
+    for name in ["linearizable", "fencing", "mutual_exclusion"] {
+        assert_eq!(
+            get(&rs, name).verdict,
+            Verdict::Valid,
+            "{name}: {}",
+            get(&rs, name).explanation
+        );
+    }
+    assert_eq!(get(&rs, "election").verdict, Verdict::Skipped);
+}
+
+#[test]
+fn overlapping_holders_break_exclusion_and_linearizability() {
+    // Grant without consensus: both hold at once.
+    let mut h = H::default();
+    h.hold(1, "a", 3, 0, 5, 50, 55)
+        .hold(2, "a", 4, 10, 20, 60, 65);
+    let rs = check_all(&h.0);
+    assert_invalid(&rs, "mutual_exclusion");
+    assert_invalid(&rs, "linearizable");
+}
+
+#[test]
+fn a_reused_token_breaks_fencing() {
+    let mut h = H::default();
+    h.hold(1, "a", 3, 0, 5, 10, 15)
+        .hold(2, "a", 3, 20, 25, 30, 35);
+    let rs = check_all(&h.0);
+    assert_invalid(&rs, "fencing");
+    assert_invalid(&rs, "linearizable");
+}
+
+#[test]
+fn a_smaller_token_after_an_acknowledged_one_breaks_fencing() {
+    let mut h = H::default();
+    h.hold(1, "a", 9, 0, 5, 10, 15)
+        .hold(2, "a", 4, 20, 25, 30, 35);
+    assert_invalid(&check_all(&h.0), "fencing");
+}
+
+#[test]
+fn an_early_expiry_is_caught_but_a_lapsed_lease_is_not_blamed() {
+    // Holder 1 never releases in time; its lease deadline (recorded on its
+    // late release) is at 40 ms. Holder 2 granted at 30 ms: too early.
+    let mut early = H::default();
+    early
+        .rec(0, 1, Type::Invoke, F::Acquire, "a", None, None, None)
+        .rec(5, 1, Type::Ok, F::Acquire, "a", Some(3), None, None)
+        .rec(20, 2, Type::Invoke, F::Acquire, "a", None, None, None)
+        .rec(30, 2, Type::Ok, F::Acquire, "a", Some(8), None, None)
+        .rec(
+            100,
+            1,
+            Type::Invoke,
+            F::Release,
+            "a",
+            Some(3),
+            Some(40),
+            None,
+        )
+        .rec(105, 1, Type::Fail, F::Release, "a", Some(3), None, None);
+    let rs = check_all(&early.0);
+    assert_invalid(&rs, "mutual_exclusion");
+    assert_invalid(&rs, "linearizable");
+
+    // The same with holder 2 granted after the deadline: a correct expiry.
+    let mut late = H::default();
+    late.rec(0, 1, Type::Invoke, F::Acquire, "a", None, None, None)
+        .rec(5, 1, Type::Ok, F::Acquire, "a", Some(3), None, None)
+        .rec(20, 2, Type::Invoke, F::Acquire, "a", None, None, None)
+        .rec(60, 2, Type::Ok, F::Acquire, "a", Some(8), None, None)
+        .rec(
+            100,
+            1,
+            Type::Invoke,
+            F::Release,
+            "a",
+            Some(3),
+            Some(40),
+            None,
+        )
+        .rec(105, 1, Type::Fail, F::Release, "a", Some(3), None, None);
+    let rs = check_all(&late.0);
+    for name in ["mutual_exclusion", "linearizable", "fencing"] {
+        assert_eq!(
+            get(&rs, name).verdict,
+            Verdict::Valid,
+            "{name}: {}",
+            get(&rs, name).explanation
+        );
+    }
+}
+
+#[test]
+fn info_ops_may_or_may_not_have_happened() {
+    let mut h = H::default();
+    h.rec(0, 1, Type::Invoke, F::Acquire, "a", None, None, None)
+        .rec(5, 1, Type::Ok, F::Acquire, "a", Some(3), None, None)
+        .rec(
+            10,
+            1,
+            Type::Invoke,
+            F::Release,
+            "a",
+            Some(3),
+            Some(2000),
+            None,
+        )
+        .rec(900, 1, Type::Info, F::Release, "a", Some(3), None, None)
+        // The release may have landed: a later grant is fine.
+        .hold(2, "a", 12, 50, 60, 70, 75)
+        // A lost acquire: whatever it got ended with its session.
+        .rec(80, 3, Type::Invoke, F::Acquire, "a", None, None, None)
+        .rec(95, 3, Type::Info, F::Acquire, "a", None, None, None)
+        .hold(4, "a", 20, 100, 110, 120, 125);
+    let rs = check_all(&h.0);
+    assert_eq!(
+        get(&rs, "linearizable").verdict,
+        Verdict::Valid,
+        "{}",
+        get(&rs, "linearizable").explanation
+    );
+}
+
+#[test]
+fn the_search_is_fast_on_a_concurrent_history() {
+    // Ten processes queue on one lock; each grant follows the previous
+    // release, with the waiting acquires all concurrent.
+    let mut h = H::default();
+    let mut t = 0;
+    for round in 0..30u64 {
+        for p in 0..10u64 {
+            let token = 1 + round * 10 + p;
+            let a0 = t;
+            let a1 = t + 10 + p;
+            h.hold(round * 10 + p, "q", token, a0 + p, a1, a1 + 1, a1 + 2);
+            t = a1 + 3;
+        }
+    }
+    // Re-sort into record order.
+    h.0.sort_by_key(|o| o.time_ns);
+    for (i, o) in h.0.iter_mut().enumerate() {
+        o.index = i;
+    }
+    let started = std::time::Instant::now();
+    let rs = check_all(&h.0);
+    assert_eq!(
+        get(&rs, "linearizable").verdict,
+        Verdict::Valid,
+        "{}",
+        get(&rs, "linearizable").explanation
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+}
+
+#[test]
+fn two_election_leaders_at_once_are_caught() {
+    let mut h = H::default();
+    for (p, t, a, r) in [(1, 3, 5, 50), (2, 4, 10, 60)] {
+        h.rec(0, p, Type::Invoke, F::Campaign, "e", None, None, None)
+            .rec(a, p, Type::Ok, F::Campaign, "e", Some(t), None, None)
+            .rec(
+                r,
+                p,
+                Type::Invoke,
+                F::Resign,
+                "e",
+                Some(t),
+                Some(r + 1000),
+                None,
+            )
+            .rec(r + 1, p, Type::Ok, F::Resign, "e", Some(t), None, None);
+    }
+    h.0.sort_by_key(|o| o.time_ns);
+    assert_invalid(&check_all(&h.0), "election");
+}
+
+#[test]
+fn a_semaphore_over_capacity_is_caught() {
+    let mut h = H::default();
+    for p in 0..3u64 {
+        h.rec(
+            p,
+            p,
+            Type::Invoke,
+            F::SemAcquire,
+            "s",
+            None,
+            None,
+            Some(json!({"permits": 2})),
+        )
+        .rec(
+            10 + p,
+            p,
+            Type::Ok,
+            F::SemAcquire,
+            "s",
+            Some(5 + p),
+            None,
+            None,
+        );
+    }
+    for p in 0..3u64 {
+        h.rec(
+            50 + p,
+            p,
+            Type::Invoke,
+            F::SemRelease,
+            "s",
+            Some(5 + p),
+            Some(5000),
+            None,
+        )
+        .rec(
+            60 + p,
+            p,
+            Type::Ok,
+            F::SemRelease,
+            "s",
+            Some(5 + p),
+            None,
+            None,
+        );
+    }
+    assert_invalid(&check_all(&h.0), "semaphore");
+    // Two at a time is fine.
+    let ok: Vec<Op> = h.0.iter().filter(|o| o.process != 2).cloned().collect();
+    assert_eq!(get(&check_all(&ok), "semaphore").verdict, Verdict::Valid);
+}
+
+#[test]
+fn a_register_accepting_an_older_token_is_caught() {
+    let mut h = H::default();
+    h.hold(1, "r", 3, 0, 5, 40, 45)
+        .hold(2, "r", 9, 50, 55, 90, 95);
+    h.rec(
+        20,
+        1,
+        Type::Invoke,
+        F::Write,
+        "r",
+        Some(3),
+        Some(1000),
+        Some(json!({"seq": 1})),
+    );
+    h.rec(21, 1, Type::Ok, F::Write, "r", Some(3), None, None);
+    h.rec(
+        60,
+        2,
+        Type::Invoke,
+        F::Write,
+        "r",
+        Some(9),
+        Some(1000),
+        Some(json!({"seq": 2})),
+    );
+    h.rec(61, 2, Type::Ok, F::Write, "r", Some(9), None, None);
+    h.rec(
+        70,
+        1,
+        Type::Invoke,
+        F::Write,
+        "r",
+        Some(3),
+        Some(10),
+        Some(json!({"seq": 3})),
+    );
+    h.rec(71, 1, Type::Ok, F::Write, "r", Some(3), None, None);
+    h.0.sort_by_key(|o| o.time_ns);
+    assert_invalid(&check_all(&h.0), "fencing");
+}
+
+#[test]
+fn state_lost_in_a_restart_is_caught() {
+    let mut h = H::default();
+    h.hold(1, "a", 30, 0, 5, 10, 15);
+    h.rec(100, 9, Type::Invoke, F::FinalRead, "a", None, None, None);
+    h.rec(
+        110,
+        9,
+        Type::Ok,
+        F::FinalRead,
+        "a",
+        None,
+        None,
+        Some(json!({"holders": [], "max_token": 4, "fresh_token": 4})),
+    );
+    assert_invalid(&check_all(&h.0), "durability");
+    h.0.last_mut().unwrap().value =
+        Some(json!({"holders": [], "max_token": 40, "fresh_token": 40}));
+    assert_eq!(get(&check_all(&h.0), "durability").verdict, Verdict::Valid);
+    // An acknowledged release that comes back as a holder.
+    h.0.last_mut().unwrap().value =
+        Some(json!({"holders": [30], "max_token": 40, "fresh_token": 40}));
+    assert_invalid(&check_all(&h.0), "durability");
+}

@@ -1,0 +1,223 @@
+//! Cluster control: real `raftlockd` processes, each on its own loopback IP
+//! (127.0.0.11, 127.0.0.12, ...) so that the network nemesis can cut links
+//! between particular nodes, each with its own data dir and log file.
+
+use anyhow::Context;
+use raftlock_proto::v1::{cluster_client::ClusterClient, Role, StatusRequest};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// One node of the cluster under test.
+pub struct Node {
+    /// Raft node id (1-based).
+    pub id: u64,
+    /// The loopback IP it binds.
+    pub ip: String,
+    /// Client address (`ip:port`).
+    pub client_addr: String,
+    /// Peer address (`ip:port`).
+    pub peer_addr: String,
+    data_dir: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+    paused: bool,
+}
+
+/// A cluster of real processes, stopped (by PID) when dropped.
+pub struct Cluster {
+    /// The nodes, index = id - 1.
+    pub nodes: Vec<Node>,
+    binary: PathBuf,
+    initial: String,
+}
+
+fn free_port(ip: &str) -> anyhow::Result<u16> {
+    Ok(TcpListener::bind((ip, 0))
+        .with_context(|| format!("cannot bind {ip}: is 127.0.0.0/8 routed to lo?"))?
+        .local_addr()?
+        .port())
+}
+
+impl Cluster {
+    /// Starts `n` nodes of `binary` with data and logs under `dir`, and waits
+    /// for a leader.
+    pub async fn start(binary: &Path, n: u64, dir: &Path) -> anyhow::Result<Cluster> {
+        let mut nodes = Vec::new();
+        for id in 1..=n {
+            let ip = format!("127.0.0.{}", 10 + id);
+            nodes.push(Node {
+                id,
+                client_addr: format!("{ip}:{}", free_port(&ip)?),
+                peer_addr: format!("{ip}:{}", free_port(&ip)?),
+                ip,
+                data_dir: dir.join(format!("n{id}")),
+                log: dir.join(format!("n{id}.log")),
+                child: None,
+                paused: false,
+            });
+        }
+        let initial = nodes
+            .iter()
+            .map(|n| format!("{}={}/{}", n.id, n.peer_addr, n.client_addr))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut cluster = Cluster {
+            nodes,
+            binary: binary.to_owned(),
+            initial,
+        };
+        for id in 1..=n {
+            cluster.start_node(id)?;
+        }
+        cluster.wait_for_leader(Duration::from_secs(30)).await?;
+        Ok(cluster)
+    }
+
+    fn node(&mut self, id: u64) -> &mut Node {
+        &mut self.nodes[(id - 1) as usize]
+    }
+
+    /// Client endpoints of every node.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.client_addr.clone()).collect()
+    }
+
+    /// (Re)starts node `id` from its data dir, appending to its log.
+    pub fn start_node(&mut self, id: u64) -> anyhow::Result<()> {
+        let binary = self.binary.clone();
+        let initial = self.initial.clone();
+        let n = self.node(id);
+        if n.child.is_some() {
+            return Ok(());
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&n.log)?;
+        let child = Command::new(&binary)
+            .args(["--id", &id.to_string()])
+            .arg("--data-dir")
+            .arg(&n.data_dir)
+            .args(["--listen-client", &n.client_addr])
+            .args(["--listen-peer", &n.peer_addr])
+            .args(["--initial-cluster", &initial])
+            .env("RUST_LOG", "info,openraft=warn")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("cannot start {}", binary.display()))?;
+        n.child = Some(child);
+        n.paused = false;
+        Ok(())
+    }
+
+    fn signal(&mut self, id: u64, sig: libc::c_int) {
+        if let Some(c) = &self.node(id).child {
+            // SAFETY: kill(2) on a child we spawned and have not reaped, so
+            // the pid still names our process.
+            unsafe {
+                libc::kill(c.id() as libc::pid_t, sig);
+            }
+        }
+    }
+
+    /// `kill -9` node `id` and reap it.
+    pub fn kill(&mut self, id: u64) {
+        self.signal(id, libc::SIGKILL);
+        let n = self.node(id);
+        if let Some(mut c) = n.child.take() {
+            let _ = c.wait();
+        }
+        n.paused = false;
+    }
+
+    /// SIGSTOP node `id`.
+    pub fn pause(&mut self, id: u64) {
+        self.signal(id, libc::SIGSTOP);
+        self.node(id).paused = true;
+    }
+
+    /// SIGCONT node `id`.
+    pub fn resume(&mut self, id: u64) {
+        self.signal(id, libc::SIGCONT);
+        self.node(id).paused = false;
+    }
+
+    /// Brings every node back: resumes paused ones, restarts dead ones.
+    pub fn heal_processes(&mut self) -> anyhow::Result<()> {
+        for id in 1..=self.nodes.len() as u64 {
+            if self.node(id).paused {
+                self.resume(id);
+            }
+            if self.node(id).child.is_none() {
+                self.start_node(id)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether node `id` runs and is not paused.
+    pub fn is_up(&self, id: u64) -> bool {
+        let n = &self.nodes[(id - 1) as usize];
+        n.child.is_some() && !n.paused
+    }
+
+    /// The node that says it leads, asking running nodes only.
+    pub async fn leader(&self) -> Option<u64> {
+        for n in &self.nodes {
+            if n.child.is_none() || n.paused {
+                continue;
+            }
+            let Ok(s) = status(&n.client_addr).await else {
+                continue;
+            };
+            if s.role == Role::Leader as i32 && s.leader_id == s.node_id {
+                return Some(s.node_id);
+            }
+        }
+        None
+    }
+
+    /// Waits until some running node leads.
+    pub async fn wait_for_leader(&self, within: Duration) -> anyhow::Result<u64> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(l) = self.leader().await {
+                return Ok(l);
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!("no leader within {within:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The log file of node `id`.
+    pub fn log_of(&self, id: u64) -> &Path {
+        &self.nodes[(id - 1) as usize].log
+    }
+}
+
+async fn status(addr: &str) -> anyhow::Result<raftlock_proto::v1::StatusResponse> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))?
+        .connect_timeout(Duration::from_millis(300))
+        .timeout(Duration::from_millis(500))
+        .connect()
+        .await?;
+    Ok(ClusterClient::new(channel)
+        .status(StatusRequest::default())
+        .await?
+        .into_inner())
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for id in 1..=self.nodes.len() as u64 {
+            self.kill(id);
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! The recorded history of a run: one [`Op`] per invocation and one per
+//! completion, as in Jepsen. Every checker reads only this, so a history
+//! from a fake backend with planted faults is checked exactly like one from
+//! a real cluster.
+
+use serde::{Deserialize, Serialize};
+
+/// Whether an op record starts an operation or ends it, and how it ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Type {
+    /// The client is about to send the request.
+    Invoke,
+    /// It took effect.
+    Ok,
+    /// It certainly did not take effect.
+    Fail,
+    /// Unknown whether it took effect (timeout, connection lost). The
+    /// process that got it is retired: its later ops use a new process id.
+    Info,
+}
+
+/// What an operation does.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum F {
+    /// Acquire the exclusive lock `lock`; `ok` carries the token.
+    Acquire,
+    /// Release `lock` held with `token`.
+    Release,
+    /// Write `(token, process, seq)` to the harness's fenced register named
+    /// `lock`; `ok` = the register accepted it, `fail` = it refused a stale
+    /// token.
+    Write,
+    /// Campaign in election `lock`; `ok` carries the leadership token.
+    Campaign,
+    /// Publish `value` as the leader of `lock` (with `token`).
+    Proclaim,
+    /// Resign the leadership of `lock` held with `token`.
+    Resign,
+    /// Acquire one of `permits` permits of semaphore `lock`; `ok` carries
+    /// the token.
+    SemAcquire,
+    /// Release a permit of `lock` held with `token`.
+    SemRelease,
+    /// After the run and a full-cluster restart: the holders' tokens of
+    /// `lock` (`value` = `{"holders": [tokens], "max_token": n}`), and then
+    /// a fresh acquire whose token must exceed every token ever granted.
+    FinalRead,
+}
+
+/// One record of the history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Op {
+    /// Position in the history (0, 1, 2, ... in record order).
+    pub index: usize,
+    /// Monotonic nanoseconds since the run started (one clock for the
+    /// whole harness, so times of different processes compare).
+    pub time_ns: u64,
+    /// The logical client process. A process performs one op at a time.
+    pub process: u64,
+    /// Invoke / ok / fail / info.
+    #[serde(rename = "type")]
+    pub kind: Type,
+    /// What the op does.
+    pub f: F,
+    /// Lock, election, semaphore or register name.
+    pub lock: String,
+    /// The raftlock session the op runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u64>,
+    /// Fencing token: granted (ok of acquire/campaign/sem_acquire) or used
+    /// (release, write, proclaim, resign, sem_release).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
+    /// On a release/resign/sem_release/write invoke: until when the
+    /// client's session was valid by its local lease rule, in the same
+    /// clock as `time_ns`. A hold is trusted only up to the earlier of this
+    /// and the release's invocation; a deadline in the past means the
+    /// holder had already lost the lock when it acted (a paused process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_until_ns: Option<u64>,
+    /// Op-specific data: write `{"seq": n}`, proclaim value, semaphore
+    /// `{"permits": n}`, final-read results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
+    /// Why a `fail`/`info` ended that way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A nemesis window: when a fault was active, for plots and the summary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FaultWindow {
+    /// What was done, e.g. `kill leader n2` or `partition majority-ring`.
+    pub name: String,
+    /// Start, monotonic ns since the run started.
+    pub start_ns: u64,
+    /// End (healed), monotonic ns since the run started.
+    pub end_ns: u64,
+}

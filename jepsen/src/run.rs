@@ -1,0 +1,213 @@
+//! One run: start a cluster, drive a workload while a nemesis injects
+//! faults, heal, restart the whole cluster, read the final state, check the
+//! history, and write the report.
+
+use crate::backend::{Backend, Fake, Fault, Real};
+use crate::checker;
+use crate::cluster::Cluster;
+use crate::history::Op;
+use crate::nemesis::{self, Nemesis};
+use crate::net::Net;
+use crate::report::{self, RunMeta};
+use crate::workload::{self, Recorder};
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// The `raftlockd` binary.
+    pub raftlockd: PathBuf,
+    /// Workload.
+    pub workload: workload::Kind,
+    /// Nemesis.
+    pub nemesis: nemesis::Kind,
+    /// Nodes (3 or 5).
+    pub nodes: u64,
+    /// Concurrent client processes.
+    pub concurrency: usize,
+    /// How long the workload runs.
+    pub time: Duration,
+    /// Random seed (workload and nemesis choices).
+    pub seed: u64,
+    /// Where the run's folder goes.
+    pub out: PathBuf,
+}
+
+/// The outcome of a run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Outcome {
+    /// `valid`, `invalid` or `unknown`.
+    pub verdict: String,
+    /// The run's folder.
+    pub dir: PathBuf,
+    /// Operations recorded (invocations).
+    pub ops: usize,
+    /// Each checker's result.
+    pub checks: serde_json::Value,
+}
+
+/// Runs against a real cluster.
+pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
+    let dir = cfg.out.join(format!(
+        "{}-{}-n{}-s{}",
+        serde_plain(&cfg.workload),
+        serde_plain(&cfg.nemesis),
+        cfg.nodes,
+        cfg.seed
+    ));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("cannot clear {}", dir.display()))?;
+    }
+    let cluster_dir = dir.join("cluster");
+    std::fs::create_dir_all(&cluster_dir)?;
+    let cluster = Cluster::start(&cfg.raftlockd, cfg.nodes, &cluster_dir).await?;
+    let endpoints = cluster.endpoints();
+    let ips: Vec<String> = cluster.nodes.iter().map(|n| n.ip.clone()).collect();
+    let needs_net = matches!(cfg.nemesis, nemesis::Kind::Partition | nemesis::Kind::Chaos);
+    let (net, net_mode) = if needs_net {
+        match Net::new(ips) {
+            Ok(n) => (Some(n), "iptables".to_owned()),
+            Err(e) => (None, format!("none: iptables unusable here ({e})")),
+        }
+    } else {
+        (None, "not used".to_owned())
+    };
+    let backend: Arc<dyn Backend> = Arc::new(Real::connect(endpoints.clone()).await?);
+    let admin = raftlock_client::Client::connect(&endpoints).await?;
+    let members = admin.status().await?.members;
+    let rec = Recorder::new();
+    let windows = Arc::new(Mutex::new(Vec::new()));
+    let nem = Arc::new(Nemesis {
+        cluster: Arc::new(tokio::sync::Mutex::new(cluster)),
+        net,
+        admin,
+        windows: windows.clone(),
+        rec: rec.clone(),
+        members,
+    });
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let work = tokio::spawn(workload::run(
+        backend.clone(),
+        rec.clone(),
+        cfg.workload,
+        cfg.concurrency,
+        cfg.seed,
+        stop_rx.clone(),
+    ));
+    let faults = tokio::spawn({
+        let nem = nem.clone();
+        let kind = cfg.nemesis;
+        let seed = cfg.seed;
+        async move { nem.run(kind, seed, stop_rx).await }
+    });
+    tokio::time::sleep(cfg.time).await;
+    let _ = stop_tx.send(true);
+    let _ = faults.await;
+    if tokio::time::timeout(Duration::from_secs(60), work)
+        .await
+        .is_err()
+    {
+        tracing::warn!("workers did not stop within 60 s");
+    }
+
+    // Durability: the whole cluster dies at once and comes back from disk.
+    {
+        let mut c = nem.cluster.lock().await;
+        for id in 1..=cfg.nodes {
+            c.kill(id);
+        }
+        c.heal_processes()?;
+        c.wait_for_leader(Duration::from_secs(30)).await?;
+    }
+    workload::final_reads(backend.as_ref(), &rec, cfg.workload).await;
+
+    let history = rec.history();
+    let faults = windows.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let meta = RunMeta {
+        workload: serde_plain(&cfg.workload),
+        nemesis: serde_plain(&cfg.nemesis),
+        nodes: cfg.nodes,
+        concurrency: cfg.concurrency,
+        duration_s: cfg.time.as_secs_f64(),
+        seed: cfg.seed,
+        network_faults: net_mode,
+        backend: "raftlockd".into(),
+    };
+    let outcome = finish(&dir, &meta, &history, &faults)?;
+    // Keep node logs with the run; drop the data dirs (they can be large).
+    for n in 1..=cfg.nodes {
+        let _ = std::fs::remove_dir_all(cluster_dir.join(format!("n{n}")));
+    }
+    Ok(outcome)
+}
+
+/// Runs a workload against the in-memory fake with `fault` planted.
+pub async fn run_fake(
+    workload: workload::Kind,
+    fault: Fault,
+    concurrency: usize,
+    time: Duration,
+    seed: u64,
+    out: &Path,
+) -> anyhow::Result<Outcome> {
+    let dir = out.join(format!("fake-{}-{:?}", serde_plain(&workload), fault).to_lowercase());
+    std::fs::create_dir_all(&dir)?;
+    let backend: Arc<dyn Backend> = Arc::new(Fake::new(fault));
+    let rec = Recorder::new();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let work = tokio::spawn(workload::run(
+        backend.clone(),
+        rec.clone(),
+        workload,
+        concurrency,
+        seed,
+        stop_rx,
+    ));
+    tokio::time::sleep(time).await;
+    let _ = stop_tx.send(true);
+    let _ = work.await;
+    workload::final_reads(backend.as_ref(), &rec, workload).await;
+    let meta = RunMeta {
+        workload: serde_plain(&workload),
+        nemesis: "none".into(),
+        nodes: 0,
+        concurrency,
+        duration_s: time.as_secs_f64(),
+        seed,
+        network_faults: "not used".into(),
+        backend: format!("fake ({fault:?})"),
+    };
+    finish(&dir, &meta, &rec.history(), &[])
+}
+
+fn finish(
+    dir: &Path,
+    meta: &RunMeta,
+    history: &[Op],
+    faults: &[crate::history::FaultWindow],
+) -> anyhow::Result<Outcome> {
+    let results = checker::check_all(history);
+    let results_json = serde_json::to_value(&results)?;
+    let summary = report::write_report(dir, meta, history, faults, &results_json)?;
+    Ok(Outcome {
+        verdict: summary.verdict.clone(),
+        dir: dir.to_owned(),
+        ops: history
+            .iter()
+            .filter(|o| o.kind == crate::history::Type::Invoke)
+            .count(),
+        checks: results_json,
+    })
+}
+
+/// A unit enum's serde name (`mutex`, `kill`).
+fn serde_plain<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}

@@ -1,0 +1,480 @@
+//! Workloads: concurrent client processes doing lock operations, each one
+//! recorded as an invocation and a completion. A process whose operation
+//! ends with an unknown outcome is retired, as in Jepsen: its successor gets
+//! a new process id and a new session.
+
+use crate::backend::{Backend, OpError, Session};
+use crate::history::{Op, Type, F};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Which workload to run.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Acquire, hold a short random time, release, over a few lock names.
+    Mutex,
+    /// Holders write to a fenced register; some holders freeze past their
+    /// TTL while holding and write afterwards.
+    Fenced,
+    /// Campaign, proclaim, resign.
+    Election,
+    /// A counting semaphore.
+    Semaphore,
+}
+
+impl Kind {
+    /// Every workload.
+    pub const ALL: [Kind; 4] = [Kind::Mutex, Kind::Fenced, Kind::Election, Kind::Semaphore];
+
+    /// The names this workload uses.
+    pub fn names(self) -> Vec<String> {
+        match self {
+            Kind::Mutex => (0..3).map(|i| format!("mutex/{i}")).collect(),
+            Kind::Fenced => (0..2).map(|i| format!("fenced/{i}")).collect(),
+            Kind::Election => (0..2).map(|i| format!("election/{i}")).collect(),
+            Kind::Semaphore => vec!["semaphore/0".into()],
+        }
+    }
+}
+
+/// Permits of the semaphore workload.
+pub const PERMITS: u32 = 3;
+/// Session TTL of the workers.
+pub const TTL: Duration = Duration::from_secs(3);
+/// TTL of a frozen holder in the fenced workload (it freezes longer).
+const FROZEN_TTL: Duration = Duration::from_secs(2);
+
+/// Records the history on one monotonic clock.
+pub struct Recorder {
+    start: Instant,
+    ops: Mutex<Vec<Op>>,
+    next_process: AtomicU64,
+}
+
+/// The fields of an op besides its type, time and index.
+#[derive(Clone)]
+pub struct OpSpec {
+    /// Process.
+    pub process: u64,
+    /// Function.
+    pub f: F,
+    /// Name.
+    pub lock: String,
+    /// Session.
+    pub session: Option<u64>,
+    /// Token.
+    pub token: Option<u64>,
+    /// Validity deadline, if meaningful.
+    pub valid_until: Option<Instant>,
+    /// Extra data.
+    pub value: Option<serde_json::Value>,
+}
+
+impl Recorder {
+    /// A recorder whose clock starts now.
+    pub fn new() -> Arc<Recorder> {
+        Arc::new(Recorder {
+            start: Instant::now(),
+            ops: Mutex::new(Vec::new()),
+            next_process: AtomicU64::new(0),
+        })
+    }
+
+    /// Nanoseconds since the start, for `t`.
+    pub fn ns(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.start).as_nanos() as u64
+    }
+
+    /// Now, in the history's clock.
+    pub fn now_ns(&self) -> u64 {
+        self.ns(Instant::now())
+    }
+
+    /// A fresh process id.
+    pub fn process(&self) -> u64 {
+        self.next_process.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Records one op of `kind`.
+    pub fn record(&self, kind: Type, spec: &OpSpec, error: Option<String>) {
+        let mut ops = self.ops.lock().unwrap_or_else(|p| p.into_inner());
+        let index = ops.len();
+        ops.push(Op {
+            index,
+            time_ns: self.now_ns(),
+            process: spec.process,
+            kind,
+            f: spec.f,
+            lock: spec.lock.clone(),
+            session: spec.session,
+            token: spec.token,
+            valid_until_ns: spec.valid_until.map(|t| self.ns(t)),
+            value: spec.value.clone(),
+            error,
+        });
+    }
+
+    /// The history so far.
+    pub fn history(&self) -> Vec<Op> {
+        self.ops.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// The fenced registers kept by the harness: a write is accepted only with
+/// a token at least as high as the highest accepted so far.
+#[derive(Default)]
+pub struct Registers {
+    highest: Mutex<HashMap<String, u64>>,
+}
+
+impl Registers {
+    /// Accepts or refuses a write with `token`.
+    pub fn write(&self, name: &str, token: u64) -> Result<(), String> {
+        let mut h = self.highest.lock().unwrap_or_else(|p| p.into_inner());
+        let highest = h.entry(name.to_owned()).or_default();
+        if token < *highest {
+            return Err(format!("stale token {token} < {highest}"));
+        }
+        *highest = token;
+        Ok(())
+    }
+}
+
+/// Runs one timed op: records invoke, awaits, records the completion.
+/// Returns the result and whether the process must retire.
+async fn timed<T, Fut>(
+    rec: &Recorder,
+    mut spec: OpSpec,
+    fut: Fut,
+    on_ok: impl FnOnce(&T, &mut OpSpec) -> Type,
+) -> (Option<T>, bool)
+where
+    Fut: std::future::Future<Output = Result<T, OpError>>,
+{
+    rec.record(Type::Invoke, &spec, None);
+    match fut.await {
+        Ok(v) => {
+            let kind = on_ok(&v, &mut spec);
+            rec.record(kind, &spec, None);
+            (Some(v), false)
+        }
+        Err(OpError::Fail(e)) => {
+            rec.record(Type::Fail, &spec, Some(e));
+            (None, false)
+        }
+        Err(OpError::Unknown(e)) => {
+            rec.record(Type::Info, &spec, Some(e));
+            (None, true)
+        }
+    }
+}
+
+struct Worker {
+    backend: Arc<dyn Backend>,
+    rec: Arc<Recorder>,
+    registers: Arc<Registers>,
+    kind: Kind,
+    rng: StdRng,
+    process: u64,
+    session: Option<Box<dyn Session>>,
+    seq: u64,
+}
+
+impl Worker {
+    async fn retire(&mut self) {
+        if let Some(s) = self.session.take() {
+            // Closing ends whatever the lost operation may have taken.
+            s.close().await;
+        }
+        self.process = self.rec.process();
+    }
+
+    async fn session(&mut self) -> Option<&dyn Session> {
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| s.valid_until().is_none())
+        {
+            if let Some(s) = self.session.take() {
+                s.close().await;
+            }
+            // A process that lost its session starts over as a new one.
+            self.process = self.rec.process();
+        }
+        if self.session.is_none() {
+            match self.backend.session(TTL).await {
+                Ok(s) => self.session = Some(s),
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    return None;
+                }
+            }
+        }
+        self.session.as_deref()
+    }
+
+    fn spec(&self, f: F, lock: &str, session: u64) -> OpSpec {
+        OpSpec {
+            process: self.process,
+            f,
+            lock: lock.to_owned(),
+            session: Some(session),
+            token: None,
+            valid_until: None,
+            value: None,
+        }
+    }
+
+    async fn step(&mut self) {
+        let names = self.kind.names();
+        let name = names[self.rng.gen_range(0..names.len())].clone();
+        let hold = Duration::from_millis(self.rng.gen_range(10..120));
+        if self.kind == Kind::Fenced && self.rng.gen_bool(0.08) {
+            self.frozen_holder(&name).await;
+            return;
+        }
+        let (permits, acquire_f, release_f) = match self.kind {
+            Kind::Semaphore => (Some(PERMITS), F::SemAcquire, F::SemRelease),
+            Kind::Election => (None, F::Campaign, F::Resign),
+            _ => (None, F::Acquire, F::Release),
+        };
+        let rec = self.rec.clone();
+        if self.session().await.is_none() {
+            return;
+        }
+        let process = self.process;
+        let Some(s) = self.session.as_deref() else {
+            return;
+        };
+        let sid = s.id();
+        let mut spec = self.spec(acquire_f, &name, sid);
+        if let Some(p) = permits {
+            spec.value = Some(json!({ "permits": p }));
+        }
+        let wait = Duration::from_secs(2);
+        let value = format!("p{process}");
+        let fut = async {
+            match self.kind {
+                Kind::Election => s.campaign(&name, &value, wait).await,
+                _ => s.acquire(&name, permits, wait).await,
+            }
+        };
+        let (res, retire) = timed(&rec, spec.clone(), fut, |t: &Option<u64>, spec| {
+            spec.token = *t;
+            if t.is_some() {
+                Type::Ok
+            } else {
+                Type::Fail
+            }
+        })
+        .await;
+        if retire {
+            self.retire().await;
+            return;
+        }
+        let Some(Some(token)) = res else { return };
+        let mut retire = false;
+        match self.kind {
+            Kind::Election => {
+                let mut p = self.spec(F::Proclaim, &name, sid);
+                p.token = Some(token);
+                p.value = Some(json!(format!("{value}-1")));
+                let v2 = format!("{value}-1");
+                retire |= timed(&rec, p, s.proclaim(&name, token, &v2), |_, _| Type::Ok)
+                    .await
+                    .1;
+            }
+            Kind::Fenced => {
+                tokio::time::sleep(hold / 2).await;
+                self.seq += 1;
+                let mut w = self.spec(F::Write, &name, sid);
+                w.token = Some(token);
+                w.valid_until = s.valid_until().or(Some(Instant::now()));
+                w.value = Some(json!({ "seq": self.seq }));
+                let regs = self.registers.clone();
+                let n2 = name.clone();
+                timed(
+                    &rec,
+                    w,
+                    async move { regs.write(&n2, token).map_err(OpError::Fail) },
+                    |_, _| Type::Ok,
+                )
+                .await;
+            }
+            _ => {}
+        }
+        if !retire {
+            tokio::time::sleep(hold).await;
+            let mut r = self.spec(release_f, &name, sid);
+            r.token = Some(token);
+            r.valid_until = s.valid_until().or(Some(Instant::now()));
+            let fut = async {
+                match self.kind {
+                    Kind::Election => s.resign(&name, token).await,
+                    _ => s.release(&name, token).await,
+                }
+            };
+            retire = timed(&rec, r, fut, |_, _| Type::Ok).await.1;
+        }
+        if retire {
+            self.retire().await;
+        }
+    }
+
+    /// The GC-pause case: take the lock with a session nobody renews, stay
+    /// frozen past its TTL, then write with the old token as if nothing
+    /// happened.
+    async fn frozen_holder(&mut self, name: &str) {
+        let Ok(frozen) = self.backend.frozen_session(FROZEN_TTL).await else {
+            return;
+        };
+        let rec = self.rec.clone();
+        let sid = frozen.id();
+        let spec = self.spec(F::Acquire, name, sid);
+        let (res, retire) = timed(
+            &rec,
+            spec,
+            frozen.acquire(name, None, Duration::ZERO),
+            |t: &Option<u64>, spec| {
+                spec.token = *t;
+                if t.is_some() {
+                    Type::Ok
+                } else {
+                    Type::Fail
+                }
+            },
+        )
+        .await;
+        if retire {
+            self.retire().await;
+            return;
+        }
+        let Some(Some(token)) = res else { return };
+        // The deadline a client would have computed; it passes while frozen.
+        let deadline = frozen.valid_until().unwrap_or_else(Instant::now);
+        tokio::time::sleep(FROZEN_TTL + Duration::from_secs(1)).await;
+        self.seq += 1;
+        let mut w = self.spec(F::Write, name, sid);
+        w.token = Some(token);
+        // Its lease lapsed while it was frozen; the write is what a paused
+        // process does on waking.
+        w.valid_until = Some(deadline);
+        w.value = Some(json!({ "seq": self.seq, "frozen": true }));
+        let regs = self.registers.clone();
+        let n2 = name.to_owned();
+        timed(
+            &rec,
+            w,
+            async move { regs.write(&n2, token).map_err(OpError::Fail) },
+            |_, _| Type::Ok,
+        )
+        .await;
+        let mut r = self.spec(F::Release, name, sid);
+        r.token = Some(token);
+        r.valid_until = frozen
+            .valid_until()
+            .or(Some(Instant::now() - Duration::from_secs(1)));
+        let retire = timed(&rec, r, frozen.release(name, token), |_, _| Type::Ok)
+            .await
+            .1;
+        if retire {
+            self.retire().await;
+        }
+    }
+}
+
+/// Runs `concurrency` workers of `kind` until `stop` turns true, then
+/// closes their sessions.
+pub async fn run(
+    backend: Arc<dyn Backend>,
+    rec: Arc<Recorder>,
+    kind: Kind,
+    concurrency: usize,
+    seed: u64,
+    stop: watch::Receiver<bool>,
+) {
+    let registers = Arc::new(Registers::default());
+    let mut tasks = Vec::new();
+    for i in 0..concurrency {
+        let mut w = Worker {
+            backend: backend.clone(),
+            rec: rec.clone(),
+            registers: registers.clone(),
+            kind,
+            rng: StdRng::seed_from_u64(seed.wrapping_add(i as u64)),
+            process: rec.process(),
+            session: None,
+            seq: 0,
+        };
+        let stop = stop.clone();
+        tasks.push(tokio::spawn(async move {
+            while !*stop.borrow() {
+                w.step().await;
+            }
+            if let Some(s) = w.session.take() {
+                s.close().await;
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+/// After the run (and, on a real cluster, a full restart): every name's
+/// holders, then a fresh grant whose token must be above all earlier ones.
+pub async fn final_reads(backend: &dyn Backend, rec: &Recorder, kind: Kind) {
+    let process = rec.process();
+    for name in kind.names() {
+        let spec = OpSpec {
+            process,
+            f: F::FinalRead,
+            lock: name.clone(),
+            session: None,
+            token: None,
+            valid_until: None,
+            value: None,
+        };
+        rec.record(Type::Invoke, &spec, None);
+        let holders = match backend.holders(&name).await {
+            Ok(h) => h,
+            Err(OpError::Fail(e)) | Err(OpError::Unknown(e)) => {
+                rec.record(Type::Info, &spec, Some(e));
+                continue;
+            }
+        };
+        let permits = (kind == Kind::Semaphore).then_some(PERMITS);
+        // Sessions of the run may hold until their TTL runs out on the
+        // restarted leader; wait that long.
+        let fresh = match backend.session(TTL).await {
+            Ok(s) => {
+                let r = s.acquire(&name, permits, TTL * 4).await;
+                s.close().await;
+                r
+            }
+            Err(e) => Err(e),
+        };
+        let mut done = spec.clone();
+        match fresh {
+            Ok(Some(t)) => {
+                done.value = Some(json!({
+                    "holders": holders,
+                    "max_token": holders.iter().copied().chain([t]).max(),
+                    "fresh_token": t,
+                }));
+                rec.record(Type::Ok, &done, None);
+            }
+            Ok(None) => rec.record(Type::Info, &done, Some("fresh acquire timed out".into())),
+            Err(OpError::Fail(e)) | Err(OpError::Unknown(e)) => {
+                rec.record(Type::Info, &done, Some(e))
+            }
+        }
+    }
+}
