@@ -144,3 +144,34 @@ pub async fn seed(
         .map_err(|e| BackupError::Storage(e.to_string()))?;
     Ok(header.last_index)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_refuses_newer_or_foreign_files() {
+        let machine = LeaseMachine::default();
+        let bytes = encode(&machine, 42, 7, "c1");
+        let (header, _) = decode(&bytes).unwrap();
+        assert_eq!((header.last_index, header.cluster_id.as_str()), (42, "c1"));
+
+        let newer = String::from_utf8(bytes.clone()).unwrap().replacen(
+            "\"version\":1",
+            "\"version\":99",
+            1,
+        );
+        assert!(matches!(
+            decode(newer.as_bytes()),
+            Err(BackupError::NewerVersion { found: 99, .. })
+        ));
+        assert!(matches!(
+            decode(b"{\"format\":\"tar\"}\nxx"),
+            Err(BackupError::NotABackup(_))
+        ));
+        assert!(matches!(
+            decode(b"garbage"),
+            Err(BackupError::NotABackup(_))
+        ));
+    }
+}
