@@ -269,18 +269,7 @@ async fn resign(session: &Session, grant: &Grant) -> Result<(), Error> {
             async move { ElectionClient::new(ch).resign(req).await }
         })
         .await;
-    match res {
-        Ok(_) => Ok(()),
-        // An earlier attempt resigned before its answer was lost.
-        Err(s)
-            if retried
-                && s.code() == tonic::Code::FailedPrecondition
-                && s.message().contains("does not hold") =>
-        {
-            Ok(())
-        }
-        Err(s) => Err(Error::from_status(&s, Some(id), Some(name))),
-    }
+    crate::lock::settle_release(res, retried, id, name)
 }
 
 impl Drop for Leadership {

@@ -292,9 +292,20 @@ async fn release(session: &Session, grant: &Grant) -> Result<(), Error> {
             }
         })
         .await;
+    settle_release(res, retried, id, &name)
+}
+
+/// The result of a release (or resign) after retries: a retry that finds
+/// the grant gone means an earlier attempt released it and only its answer
+/// was lost.
+pub(crate) fn settle_release<T>(
+    res: Result<T, tonic::Status>,
+    retried: bool,
+    session: u64,
+    name: &str,
+) -> Result<(), Error> {
     match res {
         Ok(_) => Ok(()),
-        // An earlier attempt released it before its answer was lost.
         Err(s)
             if retried
                 && s.code() == tonic::Code::FailedPrecondition
@@ -302,7 +313,7 @@ async fn release(session: &Session, grant: &Grant) -> Result<(), Error> {
         {
             Ok(())
         }
-        Err(s) => Err(Error::from_status(&s, Some(id), Some(&name))),
+        Err(s) => Err(Error::from_status(&s, Some(session), Some(name))),
     }
 }
 

@@ -253,6 +253,35 @@ fn fs_in(done: &[Done]) -> Vec<F> {
 
 type PlotResult = anyhow::Result<()>;
 
+/// The nemesis windows as shaded bands spanning `y` with their names
+/// written at height `label_y`.
+fn fault_bands<DB: DrawingBackend>(
+    faults: &[FaultWindow],
+    y: (f64, f64),
+    label_y: f64,
+) -> Vec<DynElement<'static, DB, (f64, f64)>> {
+    let mut out = Vec::new();
+    for w in faults {
+        let (a, b) = (w.start_ns as f64 / 1e9, w.end_ns as f64 / 1e9);
+        out.push(
+            Rectangle::new(
+                [(a, y.0), (b, y.1)],
+                RGBColor(255, 160, 160).mix(0.25).filled(),
+            )
+            .into_dyn(),
+        );
+        out.push(
+            Text::new(
+                w.name.clone(),
+                (a, label_y),
+                ("sans-serif", 12).into_font().color(&RGBColor(150, 30, 30)),
+            )
+            .into_dyn(),
+        );
+    }
+    out
+}
+
 fn plot_err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow::anyhow!("plot: {e:?}")
 }
@@ -283,22 +312,10 @@ fn latency_plot(
         .y_desc("latency (ms, log scale)")
         .draw()
         .map_err(plot_err)?;
-    for w in faults {
-        let (a, b) = (w.start_ns as f64 / 1e9, w.end_ns as f64 / 1e9);
-        chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(a, 0.05), (b, max_ms)],
-                RGBColor(255, 160, 160).mix(0.25).filled(),
-            )))
-            .map_err(plot_err)?;
-        chart
-            .draw_series(std::iter::once(Text::new(
-                w.name.clone(),
-                (a, max_ms / 1.6),
-                ("sans-serif", 12).into_font().color(&RGBColor(150, 30, 30)),
-            )))
-            .map_err(plot_err)?;
-    }
+    fault_bands(faults, (0.05, max_ms), max_ms / 1.6)
+        .into_iter()
+        .try_for_each(|e| chart.draw_series(std::iter::once(e)).map(|_| ()))
+        .map_err(plot_err)?;
     for (i, f) in fs_in(done).into_iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         let ok: Vec<(f64, f64)> = done
@@ -377,22 +394,10 @@ fn throughput_plot(
         .y_desc("ok operations per second")
         .draw()
         .map_err(plot_err)?;
-    for w in faults {
-        let (a, b) = (w.start_ns as f64 / 1e9, w.end_ns as f64 / 1e9);
-        chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(a, 0.0), (b, max)],
-                RGBColor(255, 160, 160).mix(0.25).filled(),
-            )))
-            .map_err(plot_err)?;
-        chart
-            .draw_series(std::iter::once(Text::new(
-                w.name.clone(),
-                (a, max * 0.95),
-                ("sans-serif", 12).into_font().color(&RGBColor(150, 30, 30)),
-            )))
-            .map_err(plot_err)?;
-    }
+    fault_bands(faults, (0.0, max), max * 0.95)
+        .into_iter()
+        .try_for_each(|e| chart.draw_series(std::iter::once(e)).map(|_| ()))
+        .map_err(plot_err)?;
     for (i, f) in fs.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         chart

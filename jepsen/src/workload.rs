@@ -176,6 +176,17 @@ where
     }
 }
 
+/// How an acquisition completed: ok with its token, or fail when it was not
+/// granted in time.
+fn granted(token: &Option<u64>, spec: &mut OpSpec) -> Type {
+    spec.token = *token;
+    if token.is_some() {
+        Type::Ok
+    } else {
+        Type::Fail
+    }
+}
+
 struct Worker {
     backend: Arc<dyn Backend>,
     rec: Arc<Recorder>,
@@ -266,15 +277,7 @@ impl Worker {
                 _ => s.acquire(&name, permits, wait).await,
             }
         };
-        let (res, retire) = timed(&rec, spec.clone(), fut, |t: &Option<u64>, spec| {
-            spec.token = *t;
-            if t.is_some() {
-                Type::Ok
-            } else {
-                Type::Fail
-            }
-        })
-        .await;
+        let (res, retire) = timed(&rec, spec.clone(), fut, granted).await;
         if retire {
             self.retire().await;
             return;
@@ -342,14 +345,7 @@ impl Worker {
             &rec,
             spec,
             frozen.acquire(name, None, Duration::ZERO),
-            |t: &Option<u64>, spec| {
-                spec.token = *t;
-                if t.is_some() {
-                    Type::Ok
-                } else {
-                    Type::Fail
-                }
-            },
+            granted,
         )
         .await;
         if retire {

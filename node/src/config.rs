@@ -90,6 +90,24 @@ pub struct InitialMember {
     pub client: String,
 }
 
+/// The members of `--initial-cluster` as Raft knows nodes.
+pub fn member_nodes(
+    members: &BTreeMap<u64, InitialMember>,
+) -> BTreeMap<u64, raftlock_store::NodeInfo> {
+    members
+        .iter()
+        .map(|(id, m)| {
+            (
+                *id,
+                raftlock_store::NodeInfo {
+                    peer_addr: m.peer.clone(),
+                    client_addr: m.client.clone(),
+                },
+            )
+        })
+        .collect()
+}
+
 /// A complete, checked node configuration.
 #[derive(Clone, Debug)]
 pub struct NodeConfig {

@@ -56,7 +56,7 @@ struct RestoreArgs {
 
 async fn restore(a: RestoreArgs) -> anyhow::Result<()> {
     use raftlock_node::config::{cluster_id, parse_initial_cluster};
-    use raftlock_store::{backup, data_dir::DataDir, NodeInfo};
+    use raftlock_store::{backup, data_dir::DataDir};
     let members = parse_initial_cluster(&a.initial_cluster).context("--initial-cluster")?;
     if !members.contains_key(&a.id) {
         anyhow::bail!("--initial-cluster does not name node {}", a.id);
@@ -71,18 +71,7 @@ async fn restore(a: RestoreArgs) -> anyhow::Result<()> {
             a.data_dir.display()
         );
     }
-    let nodes = members
-        .iter()
-        .map(|(id, m)| {
-            (
-                *id,
-                NodeInfo {
-                    peer_addr: m.peer.clone(),
-                    client_addr: m.client.clone(),
-                },
-            )
-        })
-        .collect();
+    let nodes = raftlock_node::config::member_nodes(&members);
     let index = backup::seed(&data, &bytes, nodes).await?;
     println!(
         "restored node {} from {} (index {index}, taken from cluster {:?}); start it with the same --data-dir; new tokens start above {index}",

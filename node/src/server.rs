@@ -16,7 +16,6 @@ use raftlock_proto::v1::{
 };
 use raftlock_store::data_dir::{DataDir, DataDirError};
 use raftlock_store::{open_storage, NodeInfo, Raft};
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -234,19 +233,7 @@ async fn bootstrap(raft: &Raft, config: &NodeConfig, me: &NodeInfo) -> Result<()
         }
         return Ok(());
     }
-    let members: BTreeMap<u64, NodeInfo> = config
-        .initial_cluster
-        .iter()
-        .map(|(id, m)| {
-            (
-                *id,
-                NodeInfo {
-                    peer_addr: m.peer.clone(),
-                    client_addr: m.client.clone(),
-                },
-            )
-        })
-        .collect();
+    let members = crate::config::member_nodes(&config.initial_cluster);
     if members.get(&config.id) != Some(me) {
         warn!(node = config.id, advertised = %me, "--initial-cluster gives this node other addresses than it advertises");
     }
