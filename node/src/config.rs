@@ -19,6 +19,10 @@ pub struct NodeArgs {
     /// This node's id (a positive integer unique in the cluster).
     #[arg(long, env = "RAFTLOCK_ID")]
     pub id: Option<u64>,
+    /// Take the id from the host name's trailing number plus one
+    /// (`raftlock-0` is node 1): a Kubernetes StatefulSet's pod ordinal.
+    #[arg(long, env = "RAFTLOCK_ID_FROM_HOSTNAME", conflicts_with = "id")]
+    pub id_from_hostname: bool,
     /// Where the node keeps its Raft log and snapshots.
     #[arg(long, env = "RAFTLOCK_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
@@ -171,7 +175,11 @@ impl NodeArgs {
             Some(path) => read_file(path)?,
             None => FileConfig::default(),
         };
-        let id = self.id.or(file.id).ok_or(ConfigError::Missing("--id"))?;
+        let id = match (self.id.or(file.id), self.id_from_hostname) {
+            (Some(id), _) => id,
+            (None, true) => id_from_hostname(&hostname()?)?,
+            (None, false) => return Err(ConfigError::Missing("--id")),
+        };
         if id == 0 {
             return Err(ConfigError::Invalid {
                 setting: "--id",
@@ -261,6 +269,34 @@ impl NodeArgs {
     }
 }
 
+fn hostname() -> Result<String, ConfigError> {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return Err(ConfigError::Invalid {
+            setting: "--id-from-hostname",
+            reason: format!("gethostname failed: {}", std::io::Error::last_os_error()),
+        });
+    }
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+/// `raftlock-2` -> 3: the StatefulSet ordinal plus one (ids start at 1).
+pub fn id_from_hostname(host: &str) -> Result<u64, ConfigError> {
+    let short = host.split('.').next().unwrap_or(host);
+    short
+        .rsplit('-')
+        .next()
+        .and_then(|n| n.parse::<u64>().ok())
+        .map(|n| n + 1)
+        .ok_or_else(|| ConfigError::Invalid {
+            setting: "--id-from-hostname",
+            reason: format!("host name {host:?} does not end in -<number>"),
+        })
+}
+
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
         path: path.to_owned(),
@@ -344,6 +380,16 @@ pub fn cluster_id(members: &BTreeMap<u64, InitialMember>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn id_from_a_statefulset_host_name() {
+        assert_eq!(id_from_hostname("raftlock-0").unwrap(), 1);
+        assert_eq!(
+            id_from_hostname("raftlock-12.raftlock-peer.ns.svc").unwrap(),
+            13
+        );
+        assert!(id_from_hostname("raftlock").is_err());
+    }
 
     #[test]
     fn initial_cluster_parses_and_derives_client_ports() {

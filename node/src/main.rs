@@ -36,6 +36,51 @@ enum Command {
     /// for a new cluster; run it for every node of the new cluster with the
     /// same file and --initial-cluster, then start the nodes normally.
     Restore(RestoreArgs),
+    /// Probe this node's admin listener (for container HEALTHCHECKs, which
+    /// may have no shell or curl): exit 0 if /ready (or --path) answers
+    /// 200.
+    Healthcheck(HealthcheckArgs),
+}
+
+#[derive(clap::Args)]
+struct HealthcheckArgs {
+    /// The admin listener to ask (0.0.0.0 means this host).
+    #[arg(
+        long,
+        env = "RAFTLOCK_LISTEN_METRICS",
+        default_value = "127.0.0.1:9100"
+    )]
+    listen_metrics: String,
+    /// The path: /ready (serving as a member) or /health (process up).
+    #[arg(long, default_value = "/ready")]
+    path: String,
+}
+
+async fn healthcheck(a: HealthcheckArgs) -> anyhow::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = a.listen_metrics.replace("0.0.0.0", "127.0.0.1");
+    let probe = async {
+        let mut s = tokio::net::TcpStream::connect(&addr).await?;
+        s.write_all(format!("GET {} HTTP/1.0\r\nHost: {addr}\r\n\r\n", a.path).as_bytes())
+            .await?;
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).await?;
+        Ok::<_, std::io::Error>(raw)
+    };
+    let raw = tokio::time::timeout(std::time::Duration::from_secs(3), probe)
+        .await
+        .map_err(|_| anyhow::anyhow!("{addr} did not answer within 3 s"))?
+        .with_context(|| format!("cannot reach {addr}"))?;
+    let status = raw.split_whitespace().nth(1).unwrap_or("?");
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.trim())
+        .unwrap_or("");
+    if status != "200" {
+        anyhow::bail!("{}{}: {status} {body}", addr, a.path);
+    }
+    println!("{body}");
+    Ok(())
 }
 
 #[derive(clap::Args)]
@@ -121,6 +166,7 @@ async fn main() -> anyhow::Result<()> {
             init_logging("text", None);
             dev::run(args, shutdown_signal()).await
         }
+        Some(Command::Healthcheck(args)) => healthcheck(args).await,
         Some(Command::Restore(args)) => {
             init_logging("text", Some("warn"));
             restore(args).await

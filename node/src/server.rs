@@ -133,6 +133,9 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
                 .max_decoding_message_size(64 << 20)
                 .max_encoding_message_size(64 << 20),
         )
+        // Also on the peer port, so a leader handing over can ask its
+        // successor to campaign at an address it is sure to reach.
+        .add_service(ClusterServer::new(ClusterService::new(node.clone())))
         .serve_with_incoming_shutdown(
             TcpListenerStream::new(peer_listener),
             shutdown(stopped.clone()),

@@ -51,7 +51,10 @@ pub async fn transfer_leadership(node: &Node, to: u64) -> Result<u64, NodeError>
     };
     let addr = membership
         .get_node(&target)
-        .map(|n| n.client_addr.clone())
+        // The peer port: node-to-node control stays on the peer network,
+        // whose addresses every node can reach (client addresses may be
+        // ones only clients can).
+        .map(|n| n.peer_addr.clone())
         .ok_or_else(|| NodeError::InvalidArgument(format!("node {target} has no address")))?;
     info!(node = node.id, target, "transferring leadership");
     node.transferring.store(true, Ordering::SeqCst);

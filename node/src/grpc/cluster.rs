@@ -261,15 +261,16 @@ impl ClusterApi for ClusterService {
     }
 }
 
-/// Asks node `to` (at `client_addr`) to campaign now.
-pub async fn ask_to_campaign(to: u64, client_addr: &str) -> Result<(), NodeError> {
-    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{client_addr}"))
-        .map_err(|e| NodeError::InvalidArgument(format!("bad address {client_addr:?}: {e}")))?
+/// Asks node `to` (at its peer address `addr`) to campaign now.
+pub async fn ask_to_campaign(to: u64, addr: &str) -> Result<(), NodeError> {
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .map_err(|e| NodeError::InvalidArgument(format!("bad address {addr:?}: {e}")))?
         .connect_timeout(Duration::from_secs(1))
         .timeout(Duration::from_secs(5));
-    let channel = endpoint.connect().await.map_err(|e| {
-        NodeError::Unavailable(format!("cannot reach node {to} at {client_addr}: {e}"))
-    })?;
+    let channel = endpoint
+        .connect()
+        .await
+        .map_err(|e| NodeError::Unavailable(format!("cannot reach node {to} at {addr}: {e}")))?;
     ClusterClient::new(channel)
         .transfer_leader(TransferLeaderRequest { to_node_id: to })
         .await
