@@ -24,14 +24,36 @@ pub struct Node {
     log: PathBuf,
     child: Option<Child>,
     paused: bool,
+    /// In docker mode: the container (running or stopped).
+    container: Option<String>,
+    running: bool,
 }
 
-/// A cluster of real processes, stopped (by PID) when dropped.
+/// A cluster of real processes (stopped by PID when dropped), or of
+/// containers of the raftlock image on a private network (removed, with
+/// their network and volumes, when dropped).
 pub struct Cluster {
     /// The nodes, index = id - 1.
     pub nodes: Vec<Node>,
     binary: PathBuf,
     initial: String,
+    /// Docker mode: the image and the network's name.
+    docker: Option<(String, String)>,
+}
+
+fn docker(args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new("docker")
+        .args(args)
+        .output()
+        .map_err(|e| anyhow::anyhow!("cannot run docker: {e}"))?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "docker {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 fn free_port(ip: &str) -> anyhow::Result<u16> {
@@ -57,6 +79,8 @@ impl Cluster {
                 log: dir.join(format!("n{id}.log")),
                 child: None,
                 paused: false,
+                container: None,
+                running: false,
             });
         }
         let initial = nodes
@@ -68,12 +92,103 @@ impl Cluster {
             nodes,
             binary: binary.to_owned(),
             initial,
+            docker: None,
         };
         for id in 1..=n {
             cluster.start_node(id)?;
         }
         cluster.wait_for_leader(Duration::from_secs(30)).await?;
         Ok(cluster)
+    }
+
+    /// Starts `n` containers of `image` on a new private network named after
+    /// this process; clients reach them through ports published on
+    /// 127.0.0.1, nodes reach each other by name.
+    pub async fn start_docker(image: &str, n: u64, dir: &Path) -> anyhow::Result<Cluster> {
+        let tag = format!("rlj{}", std::process::id());
+        docker(&["network", "create", &tag])?;
+        let mut nodes = Vec::new();
+        for id in 1..=n {
+            let port = free_port("127.0.0.1")?;
+            nodes.push(Node {
+                id,
+                ip: String::new(),
+                client_addr: format!("127.0.0.1:{port}"),
+                peer_addr: format!("{tag}-n{id}:7100"),
+                data_dir: dir.join(format!("n{id}")),
+                log: dir.join(format!("n{id}.log")),
+                child: None,
+                paused: false,
+                container: Some(format!("{tag}-n{id}")),
+                running: false,
+            });
+        }
+        let initial = nodes
+            .iter()
+            .map(|n| format!("{}={}/{}", n.id, n.peer_addr, n.client_addr))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut cluster = Cluster {
+            nodes,
+            binary: PathBuf::new(),
+            initial: initial.clone(),
+            docker: Some((image.to_owned(), tag.clone())),
+        };
+        for n in &mut cluster.nodes {
+            let name = n.container.clone().unwrap_or_default();
+            let port = n
+                .client_addr
+                .rsplit(':')
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            docker(&[
+                "run",
+                "-d",
+                "--name",
+                &name,
+                "--hostname",
+                &name,
+                "--network",
+                &tag,
+                "--cap-add",
+                "NET_ADMIN",
+                "-p",
+                &format!("127.0.0.1:{port}:7000"),
+                "-v",
+                &format!("{name}:/data"),
+                "-e",
+                &format!("RAFTLOCK_ID={}", n.id),
+                "-e",
+                &format!("RAFTLOCK_ADVERTISE_PEER={}", n.peer_addr),
+                "-e",
+                &format!("RAFTLOCK_ADVERTISE_CLIENT={}", n.client_addr),
+                "-e",
+                &format!("RAFTLOCK_INITIAL_CLUSTER={initial}"),
+                "-e",
+                "RUST_LOG=info,openraft=warn",
+                image,
+            ])?;
+            n.running = true;
+            n.ip = docker(&[
+                "inspect",
+                "-f",
+                &format!("{{{{(index .NetworkSettings.Networks \"{tag}\").IPAddress}}}}"),
+                &name,
+            ])?;
+        }
+        cluster.wait_for_leader(Duration::from_secs(60)).await?;
+        Ok(cluster)
+    }
+
+    /// The container of node `id` (docker mode).
+    pub fn container(&self, id: u64) -> Option<&str> {
+        self.nodes[(id - 1) as usize].container.as_deref()
+    }
+
+    /// Whether this cluster runs in containers.
+    pub fn is_docker(&self) -> bool {
+        self.docker.is_some()
     }
 
     fn node(&mut self, id: u64) -> &mut Node {
@@ -90,6 +205,14 @@ impl Cluster {
         let binary = self.binary.clone();
         let initial = self.initial.clone();
         let n = self.node(id);
+        if let Some(name) = n.container.clone() {
+            if !n.running {
+                docker(&["start", &name])?;
+                n.running = true;
+                n.paused = false;
+            }
+            return Ok(());
+        }
         if n.child.is_some() {
             return Ok(());
         }
@@ -127,6 +250,13 @@ impl Cluster {
 
     /// `kill -9` node `id` and reap it.
     pub fn kill(&mut self, id: u64) {
+        if let Some(name) = self.node(id).container.clone() {
+            let _ = docker(&["kill", "-s", "KILL", &name]);
+            let n = self.node(id);
+            n.running = false;
+            n.paused = false;
+            return;
+        }
         self.signal(id, libc::SIGKILL);
         let n = self.node(id);
         if let Some(mut c) = n.child.take() {
@@ -135,14 +265,25 @@ impl Cluster {
         n.paused = false;
     }
 
-    /// SIGSTOP node `id`.
+    /// SIGSTOP node `id` (`docker pause` in docker mode).
     pub fn pause(&mut self, id: u64) {
+        if let Some(name) = self.node(id).container.clone() {
+            if docker(&["pause", &name]).is_ok() {
+                self.node(id).paused = true;
+            }
+            return;
+        }
         self.signal(id, libc::SIGSTOP);
         self.node(id).paused = true;
     }
 
-    /// SIGCONT node `id`.
+    /// SIGCONT node `id` (`docker unpause`).
     pub fn resume(&mut self, id: u64) {
+        if let Some(name) = self.node(id).container.clone() {
+            let _ = docker(&["unpause", &name]);
+            self.node(id).paused = false;
+            return;
+        }
         self.signal(id, libc::SIGCONT);
         self.node(id).paused = false;
     }
@@ -153,7 +294,9 @@ impl Cluster {
             if self.node(id).paused {
                 self.resume(id);
             }
-            if self.node(id).child.is_none() {
+            let n = self.node(id);
+            if (n.container.is_some() && !n.running) || (n.container.is_none() && n.child.is_none())
+            {
                 self.start_node(id)?;
             }
         }
@@ -163,13 +306,13 @@ impl Cluster {
     /// Whether node `id` runs and is not paused.
     pub fn is_up(&self, id: u64) -> bool {
         let n = &self.nodes[(id - 1) as usize];
-        n.child.is_some() && !n.paused
+        (n.child.is_some() || n.running) && !n.paused
     }
 
     /// The node that says it leads, asking running nodes only.
     pub async fn leader(&self) -> Option<u64> {
         for n in &self.nodes {
-            if n.child.is_none() || n.paused {
+            if !(n.child.is_some() || n.running) || n.paused {
                 continue;
             }
             let Ok(s) = status(&n.client_addr).await else {
@@ -216,6 +359,22 @@ async fn status(addr: &str) -> anyhow::Result<raftlock_proto::v1::StatusResponse
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        if let Some((_, network)) = self.docker.clone() {
+            for n in &self.nodes {
+                let Some(name) = &n.container else { continue };
+                // Keep each node's log with the run, then remove the
+                // container and its volume.
+                if let Ok(out) = Command::new("docker").args(["logs", name]).output() {
+                    let mut log = out.stdout;
+                    log.extend_from_slice(&out.stderr);
+                    let _ = std::fs::write(&n.log, log);
+                }
+                let _ = docker(&["rm", "-f", "-v", name]);
+                let _ = docker(&["volume", "rm", "-f", name]);
+            }
+            let _ = docker(&["network", "rm", &network]);
+            return;
+        }
         for id in 1..=self.nodes.len() as u64 {
             self.kill(id);
         }

@@ -43,6 +43,11 @@ pub enum F {
     SemAcquire,
     /// Release a permit of `lock` held with `token`.
     SemRelease,
+    /// The process ends its session (after an unknown outcome, a lost
+    /// session, or at the end of the run): from its invocation on, the
+    /// process no longer acts on anything the session held, and the
+    /// cluster may release it all.
+    Close,
     /// After the run and a full-cluster restart: the holders' tokens of
     /// `lock` (`value` = `{"holders": [tokens], "max_token": n}`), and then
     /// a fresh acquire whose token must exceed every token ever granted.

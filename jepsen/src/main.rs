@@ -17,7 +17,8 @@ use std::time::Duration;
     raftlock-jepsen run --workload fenced --nemesis partition --time 2m\n  \
     raftlock-jepsen suite --short          # what CI runs (about 3 minutes)\n  \
     raftlock-jepsen suite --long           # every nemesis x workload, 2 minutes each\n  \
-    raftlock-jepsen fake --fault split-brain --workload mutex   # a planted bug the checkers must catch\n\n\
+    raftlock-jepsen fake --fault split-brain --workload mutex   # a planted bug the checkers must catch\n  \
+    raftlock-jepsen --docker run --nemesis partition --time 5m   # nodes in containers of raftlock:dev\n\n\
 Each run writes a folder with history.jsonl, results.json, summary.txt,\n\
 latency.svg and throughput.svg, and node logs under cluster/.\n\
 Exit status: 0 every run valid (or unknown without --strict), 1 a run invalid, 2 bad usage."
@@ -32,6 +33,10 @@ struct Cli {
     /// Treat an `unknown` verdict as a failure.
     #[arg(long, global = true)]
     strict: bool,
+    /// Run the nodes as containers of this image (built by
+    /// deploy/build-image.sh) on a private network, instead of processes.
+    #[arg(long, global = true, num_args = 0..=1, default_missing_value = "raftlock:dev")]
+    docker: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -75,6 +80,11 @@ enum Command {
         /// Nodes (3 or 5).
         #[arg(long, default_value_t = 3)]
         nodes: u64,
+    },
+    /// Check a recorded history again (a run folder's history.jsonl).
+    Check {
+        /// The history file.
+        history: PathBuf,
     },
     /// A workload against the in-memory fake with a planted fault: shows
     /// the checkers catch it.
@@ -156,9 +166,11 @@ async fn main() {
 }
 
 async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
-    let raftlockd = || match &cli.raftlockd {
-        Some(p) => Ok(p.clone()),
-        None => default_raftlockd(),
+    let raftlockd = || match (&cli.raftlockd, &cli.docker) {
+        (Some(p), _) => Ok(p.clone()),
+        // The image brings its own binary.
+        (None, Some(_)) => Ok(PathBuf::new()),
+        (None, None) => default_raftlockd(),
     };
     let mut outcomes = Vec::new();
     match &cli.command {
@@ -179,6 +191,7 @@ async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
                 time: *time,
                 seed: *seed,
                 out: cli.out.clone(),
+                docker: cli.docker.clone(),
             };
             let o = run::run(&cfg).await?;
             print(&o);
@@ -216,11 +229,50 @@ async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
                     time: t,
                     seed: 1 + i as u64,
                     out: cli.out.clone(),
+                    docker: cli.docker.clone(),
                 };
                 let o = run::run(&cfg).await?;
                 print(&o);
                 outcomes.push(o);
             }
+        }
+        Command::Check { history } => {
+            let text = std::fs::read_to_string(history)
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", history.display()))?;
+            let ops: Vec<raftlock_jepsen::history::Op> = text
+                .lines()
+                .enumerate()
+                .map(|(i, l)| {
+                    serde_json::from_str(l)
+                        .map_err(|e| anyhow::anyhow!("{}:{}: {e}", history.display(), i + 1))
+                })
+                .collect::<anyhow::Result<_>>()?;
+            let results = raftlock_jepsen::checker::check_all(&ops);
+            let mut verdict = "valid";
+            for r in &results {
+                println!(
+                    "{:<18} {:<8} {}",
+                    r.checker,
+                    format!("{:?}", r.verdict).to_lowercase(),
+                    r.explanation
+                );
+                match r.verdict {
+                    raftlock_jepsen::checker::Verdict::Invalid => verdict = "invalid",
+                    raftlock_jepsen::checker::Verdict::Unknown if verdict == "valid" => {
+                        verdict = "unknown"
+                    }
+                    _ => {}
+                }
+            }
+            outcomes.push(Outcome {
+                verdict: verdict.into(),
+                dir: history.clone(),
+                ops: ops
+                    .iter()
+                    .filter(|o| o.kind == raftlock_jepsen::history::Type::Invoke)
+                    .count(),
+                checks: serde_json::to_value(&results)?,
+            });
         }
         Command::Fake {
             fault,

@@ -8,10 +8,63 @@
 use std::collections::BTreeSet;
 use std::process::Command;
 
-/// Cuts and heals links between node IPs.
-pub struct Net {
+/// Cuts and heals links between nodes: iptables rules on the host for
+/// process clusters, or inside each container's network namespace for
+/// docker clusters.
+pub enum Net {
+    /// Nodes are host processes on loopback IPs.
+    Host(HostNet),
+    /// Nodes are containers (named, index = id - 1).
+    Docker(Vec<String>),
+}
+
+/// Rules in a chain of the host's INPUT.
+pub struct HostNet {
     chain: String,
     ips: Vec<String>,
+}
+
+/// Runs iptables inside container `name`'s network namespace. The image
+/// has no iptables of its own; the host's binary is entered into the
+/// namespace instead, so the rules touch only that container.
+fn in_container(name: &str, args: &[&str]) -> anyhow::Result<()> {
+    let pid = docker_out(&["inspect", "-f", "{{.State.Pid}}", name])?;
+    if pid == "0" {
+        return Ok(()); // not running: nothing to cut or heal
+    }
+    let out = Command::new("nsenter")
+        .args(["-t", &pid, "-n", "iptables", "-w"])
+        .args(args)
+        .output()
+        .map_err(|e| anyhow::anyhow!("cannot run nsenter: {e}"))?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "iptables in {name}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+fn docker_out(args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new("docker").args(args).output()?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "docker {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+fn container_ip(name: &str) -> anyhow::Result<String> {
+    docker_out(&[
+        "inspect",
+        "-f",
+        "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+        name,
+    ])
 }
 
 fn iptables(args: &[&str]) -> anyhow::Result<()> {
@@ -31,16 +84,75 @@ fn iptables(args: &[&str]) -> anyhow::Result<()> {
 }
 
 impl Net {
-    /// Sets up the chain for nodes at `ips` (index = node id - 1), or says
-    /// why iptables cannot be used here.
+    /// Host mode: sets up the chain for nodes at `ips` (index = node id -
+    /// 1), or says why iptables cannot be used here.
     pub fn new(ips: Vec<String>) -> anyhow::Result<Net> {
         let chain = format!("RLJ-{}", std::process::id());
         iptables(&["-N", &chain])?;
-        let net = Net { chain, ips };
+        let net = HostNet { chain, ips };
         iptables(&["-I", "INPUT", "1", "-j", &net.chain])?;
-        Ok(net)
+        Ok(Net::Host(net))
     }
 
+    /// Docker mode for the containers `names`; checks that rules can be
+    /// set inside them.
+    pub fn docker(names: Vec<String>) -> anyhow::Result<Net> {
+        for n in &names {
+            in_container(n, &["-L", "INPUT", "-n"])?;
+        }
+        Ok(Net::Docker(names))
+    }
+
+    /// How partitions are made, for the report.
+    pub fn mode(&self) -> &'static str {
+        match self {
+            Net::Host(_) => "iptables on the host (loopback IPs)",
+            Net::Docker(_) => "iptables in each container's network namespace",
+        }
+    }
+
+    /// Cuts every link in `links` (both directions), after healing what
+    /// was cut before.
+    pub fn apply(&self, links: &[(u64, u64)]) -> anyhow::Result<()> {
+        match self {
+            Net::Host(h) => h.apply(links),
+            Net::Docker(names) => {
+                self.heal()?;
+                // Addresses are looked up now: a restarted container may
+                // have a new one.
+                let ips: Vec<String> = names
+                    .iter()
+                    .map(|n| container_ip(n).unwrap_or_default())
+                    .collect();
+                for &(a, b) in links {
+                    let (ia, ib) = ((a - 1) as usize, (b - 1) as usize);
+                    if !ips[ib].is_empty() {
+                        in_container(&names[ia], &["-A", "INPUT", "-s", &ips[ib], "-j", "DROP"])?;
+                    }
+                    if !ips[ia].is_empty() {
+                        in_container(&names[ib], &["-A", "INPUT", "-s", &ips[ia], "-j", "DROP"])?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Removes every cut.
+    pub fn heal(&self) -> anyhow::Result<()> {
+        match self {
+            Net::Host(h) => h.heal(),
+            Net::Docker(names) => {
+                for n in names {
+                    in_container(n, &["-F", "INPUT"])?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl HostNet {
     /// Cuts every link in `links` (both directions), after healing what
     /// was cut before.
     pub fn apply(&self, links: &[(u64, u64)]) -> anyhow::Result<()> {
@@ -65,7 +177,7 @@ impl Net {
     }
 }
 
-impl Drop for Net {
+impl Drop for HostNet {
     fn drop(&mut self) {
         let _ = iptables(&["-D", "INPUT", "-j", &self.chain]);
         let _ = iptables(&["-F", &self.chain]);

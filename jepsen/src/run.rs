@@ -35,6 +35,8 @@ pub struct RunConfig {
     pub seed: u64,
     /// Where the run's folder goes.
     pub out: PathBuf,
+    /// Run the nodes as containers of this image instead of processes.
+    pub docker: Option<String>,
 }
 
 /// The outcome of a run.
@@ -53,7 +55,8 @@ pub struct Outcome {
 /// Runs against a real cluster.
 pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
     let dir = cfg.out.join(format!(
-        "{}-{}-n{}-s{}",
+        "{}{}-{}-n{}-s{}",
+        if cfg.docker.is_some() { "docker-" } else { "" },
         serde_plain(&cfg.workload),
         serde_plain(&cfg.nemesis),
         cfg.nodes,
@@ -64,13 +67,26 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
     }
     let cluster_dir = dir.join("cluster");
     std::fs::create_dir_all(&cluster_dir)?;
-    let cluster = Cluster::start(&cfg.raftlockd, cfg.nodes, &cluster_dir).await?;
+    let cluster = match &cfg.docker {
+        Some(image) => Cluster::start_docker(image, cfg.nodes, &cluster_dir).await?,
+        None => Cluster::start(&cfg.raftlockd, cfg.nodes, &cluster_dir).await?,
+    };
     let endpoints = cluster.endpoints();
-    let ips: Vec<String> = cluster.nodes.iter().map(|n| n.ip.clone()).collect();
     let needs_net = matches!(cfg.nemesis, nemesis::Kind::Partition | nemesis::Kind::Chaos);
     let (net, net_mode) = if needs_net {
-        match Net::new(ips) {
-            Ok(n) => (Some(n), "iptables".to_owned()),
+        let net = if cluster.is_docker() {
+            let names = (1..=cfg.nodes)
+                .map(|id| cluster.container(id).unwrap_or_default().to_owned())
+                .collect();
+            Net::docker(names)
+        } else {
+            Net::new(cluster.nodes.iter().map(|n| n.ip.clone()).collect())
+        };
+        match net {
+            Ok(n) => {
+                let mode = n.mode().to_owned();
+                (Some(n), mode)
+            }
             Err(e) => (None, format!("none: iptables unusable here ({e})")),
         }
     } else {
@@ -135,7 +151,10 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
         duration_s: cfg.time.as_secs_f64(),
         seed: cfg.seed,
         network_faults: net_mode,
-        backend: "raftlockd".into(),
+        backend: match &cfg.docker {
+            Some(image) => format!("raftlockd in containers of {image}"),
+            None => "raftlockd processes".into(),
+        },
     };
     let outcome = finish(&dir, &meta, &history, &faults)?;
     // Keep node logs with the run; drop the data dirs (they can be large).

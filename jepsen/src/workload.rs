@@ -202,9 +202,25 @@ impl Worker {
     async fn retire(&mut self) {
         if let Some(s) = self.session.take() {
             // Closing ends whatever the lost operation may have taken.
-            s.close().await;
+            self.close(s).await;
         }
         self.process = self.rec.process();
+    }
+
+    /// Closes `s`, recorded: the checkers end the process's holds there.
+    async fn close(&self, s: Box<dyn Session>) {
+        let spec = OpSpec {
+            process: self.process,
+            f: F::Close,
+            lock: String::new(),
+            session: Some(s.id()),
+            token: None,
+            valid_until: None,
+            value: None,
+        };
+        self.rec.record(Type::Invoke, &spec, None);
+        s.close().await;
+        self.rec.record(Type::Ok, &spec, None);
     }
 
     async fn session(&mut self) -> Option<&dyn Session> {
@@ -214,7 +230,7 @@ impl Worker {
             .is_some_and(|s| s.valid_until().is_none())
         {
             if let Some(s) = self.session.take() {
-                s.close().await;
+                self.close(s).await;
             }
             // A process that lost its session starts over as a new one.
             self.process = self.rec.process();
@@ -288,6 +304,7 @@ impl Worker {
             Kind::Election => {
                 let mut p = self.spec(F::Proclaim, &name, sid);
                 p.token = Some(token);
+                p.valid_until = s.valid_until().or(Some(Instant::now()));
                 p.value = Some(json!(format!("{value}-1")));
                 let v2 = format!("{value}-1");
                 retire |= timed(&rec, p, s.proclaim(&name, token, &v2), |_, _| Type::Ok)
@@ -415,7 +432,7 @@ pub async fn run(
                 w.step().await;
             }
             if let Some(s) = w.session.take() {
-                s.close().await;
+                w.close(s).await;
             }
         }));
     }

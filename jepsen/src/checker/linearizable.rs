@@ -11,6 +11,8 @@
 //! - release(t) fail: needs `holder != t`, or a holder `t` whose lease may
 //!   have ended by then (the server expired it); then no holder.
 //! - release(t) info: may take effect (as ok) or not, or never linearize.
+//! - a close of the holder's session lets the hold end any time after the
+//!   close was invoked.
 //! - acquire fail has no effect and is left out; acquire info is left out
 //!   too: its grant, if any, ended with its process's session, which only
 //!   makes the lock busy for a while and can never excuse another result.
@@ -266,6 +268,10 @@ pub(crate) fn check(history: &[Op], holds: &Holds) -> CheckResult {
             continue;
         }
         let mut at = h.lease_deadline;
+        if let Some(c) = h.closed_at {
+            // A close releases everything from its invocation on.
+            at = Some(at.map_or(c, |d| d.min(c)));
+        }
         if h.release == Some(Type::Info) {
             // The retired process's session was closed right after.
             at = Some(at.map_or(h.end, |d| d.min(h.release_done.unwrap_or(h.end))));

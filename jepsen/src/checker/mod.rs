@@ -125,7 +125,7 @@ pub(crate) struct Hold {
     pub(crate) start: u64,
     /// Until when the holder acted on it (see the module doc).
     pub(crate) end: u64,
-    /// The earliest lease deadline recorded for it, if any.
+    /// The lease deadline its last op recorded, if any.
     pub(crate) lease_deadline: Option<u64>,
     /// The op that ended it (release invoke), if any.
     pub(crate) ended_by: Option<Op>,
@@ -133,6 +133,8 @@ pub(crate) struct Hold {
     pub(crate) release: Option<Type>,
     /// When that release completed.
     pub(crate) release_done: Option<u64>,
+    /// When its process closed the session, if it did before releasing.
+    pub(crate) closed_at: Option<u64>,
 }
 
 /// Every acknowledged grant of every kind.
@@ -185,16 +187,27 @@ impl From<&[Op]> for Holds {
                     ended_by: None,
                     release: None,
                     release_done: None,
+                    closed_at: None,
                 };
                 // Later ops of the same process on this grant: writes and
                 // proclaims carry lease deadlines; the release ends it.
                 for &j in &idxs[k + 1..] {
                     let q = ps[j];
+                    if q.invoke.f == F::Close {
+                        // The process gave the session up: it stopped
+                        // acting, and the cluster may release from here.
+                        hold.end = q.invoke.time_ns;
+                        hold.ended_by = Some(q.invoke.clone());
+                        hold.closed_at = Some(q.invoke.time_ns);
+                        break;
+                    }
                     if q.invoke.lock != hold.lock || q.invoke.token != Some(token) {
                         break;
                     }
                     if let Some(v) = q.invoke.valid_until_ns {
-                        hold.lease_deadline = Some(hold.lease_deadline.map_or(v, |d| d.min(v)));
+                        // The latest op knows the latest deadline: keep-alives
+                        // moved it forward since the earlier ones.
+                        hold.lease_deadline = Some(v);
                     }
                     if q.invoke.f == release_f {
                         hold.end = q.invoke.time_ns;

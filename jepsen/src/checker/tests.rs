@@ -381,3 +381,52 @@ fn state_lost_in_a_restart_is_caught() {
         Some(json!({"holders": [30], "max_token": 40, "fresh_token": 40}));
     assert_invalid(&check_all(&h.0), "durability");
 }
+
+#[test]
+fn a_closed_session_ends_its_holds() {
+    // Process 1 leads, its proclaim is lost (info), it closes the session;
+    // process 2 is elected after the close: valid. Without the close on
+    // record the same history would show two leaders.
+    let mut h = H::default();
+    h.rec(0, 1, Type::Invoke, F::Campaign, "e", None, None, None)
+        .rec(5, 1, Type::Ok, F::Campaign, "e", Some(3), None, None)
+        .rec(
+            6,
+            1,
+            Type::Invoke,
+            F::Proclaim,
+            "e",
+            Some(3),
+            Some(2000),
+            None,
+        )
+        .rec(50, 1, Type::Info, F::Proclaim, "e", Some(3), None, None)
+        .rec(51, 1, Type::Invoke, F::Close, "", None, None, None)
+        .rec(60, 1, Type::Ok, F::Close, "", None, None, None)
+        .rec(40, 2, Type::Invoke, F::Campaign, "e", None, None, None)
+        .rec(61, 2, Type::Ok, F::Campaign, "e", Some(9), None, None)
+        .rec(
+            70,
+            2,
+            Type::Invoke,
+            F::Resign,
+            "e",
+            Some(9),
+            Some(3000),
+            None,
+        )
+        .rec(71, 2, Type::Ok, F::Resign, "e", Some(9), None, None);
+    h.0.sort_by_key(|o| o.time_ns);
+    let rs = check_all(&h.0);
+    for name in ["election", "linearizable"] {
+        assert_eq!(
+            get(&rs, name).verdict,
+            Verdict::Valid,
+            "{name}: {}",
+            get(&rs, name).explanation
+        );
+    }
+    let without: Vec<Op> = h.0.iter().filter(|o| o.f != F::Close).cloned().collect();
+    let rs = check_all(&without);
+    assert_invalid(&rs, "election");
+}
