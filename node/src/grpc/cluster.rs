@@ -66,6 +66,7 @@ fn raft_err<E: std::error::Error>(node: &Node, e: openraft::error::RaftError<u64
 
 #[tonic::async_trait]
 impl ClusterApi for ClusterService {
+    #[tracing::instrument(name = "cluster.status", level = "debug", skip_all, fields(node = self.node.id))]
     async fn status(
         &self,
         req: Request<StatusRequest>,
@@ -114,6 +115,7 @@ impl ClusterApi for ClusterService {
         Ok(Response::new(resp))
     }
 
+    #[tracing::instrument(name = "cluster.add_learner", skip_all, fields(node = self.node.id))]
     async fn add_learner(
         &self,
         req: Request<AddLearnerRequest>,
@@ -249,6 +251,7 @@ impl ClusterApi for ClusterService {
         Ok(Response::new(Box::pin(futures::stream::iter(chunks))))
     }
 
+    #[tracing::instrument(name = "cluster.transfer_leader", skip_all, fields(node = self.node.id))]
     async fn transfer_leader(
         &self,
         req: Request<TransferLeaderRequest>,
