@@ -35,6 +35,10 @@ pub trait Session: Send + Sync {
     fn id(&self) -> u64;
     /// The local validity deadline (`None`: already lost).
     fn valid_until(&self) -> Option<Instant>;
+    /// The latest validity deadline known, even when it has passed: what
+    /// the history records as the point the holder had to stop by. Never
+    /// later than the real one, so it can only shorten a recorded hold.
+    fn lease_deadline(&self) -> Instant;
     /// Acquires `name` exclusively (or one of `permits`), waiting up to
     /// `wait`; `Ok(None)` = not granted in time.
     async fn acquire(
@@ -93,6 +97,7 @@ impl Backend for Real {
     async fn session(&self, ttl: Duration) -> Result<Box<dyn Session>, OpError> {
         let s = self.client.session(ttl).await.map_err(classify)?;
         Ok(Box::new(RealSession {
+            last_deadline: Mutex::new(Instant::now()),
             session: s,
             guards: Mutex::new(HashMap::new()),
             leaderships: Mutex::new(HashMap::new()),
@@ -111,6 +116,8 @@ impl Backend for Real {
 
 struct RealSession {
     session: raftlock_client::Session,
+    /// The last deadline seen while the session was valid.
+    last_deadline: Mutex<Instant>,
     guards: Mutex<HashMap<(String, u64), LockGuard>>,
     leaderships: Mutex<HashMap<(String, u64), raftlock_client::Leadership>>,
 }
@@ -122,7 +129,16 @@ impl Session for RealSession {
     }
 
     fn valid_until(&self) -> Option<Instant> {
-        self.session.valid_until().ok()
+        let v = self.session.valid_until().ok();
+        if let Some(t) = v {
+            *self.last_deadline.lock().unwrap_or_else(|p| p.into_inner()) = t;
+        }
+        v
+    }
+
+    fn lease_deadline(&self) -> Instant {
+        self.valid_until()
+            .unwrap_or_else(|| *self.last_deadline.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     async fn acquire(
@@ -328,6 +344,10 @@ impl Session for Frozen {
 
     fn valid_until(&self) -> Option<Instant> {
         (Instant::now() < self.valid_until).then_some(self.valid_until)
+    }
+
+    fn lease_deadline(&self) -> Instant {
+        self.valid_until
     }
 
     async fn acquire(
@@ -545,13 +565,17 @@ impl Session for FakeSession {
     }
 
     fn valid_until(&self) -> Option<Instant> {
-        let until = if self.frozen {
+        let until = self.lease_deadline();
+        (Instant::now() < until).then_some(until)
+    }
+
+    fn lease_deadline(&self) -> Instant {
+        if self.frozen {
             self.created + self.ttl - self.margin()
         } else {
             // Renewed continuously in this fake.
             Instant::now() + self.ttl - self.margin()
-        };
-        (Instant::now() < until).then_some(until)
+        }
     }
 
     async fn acquire(

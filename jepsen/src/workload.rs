@@ -304,7 +304,7 @@ impl Worker {
             Kind::Election => {
                 let mut p = self.spec(F::Proclaim, &name, sid);
                 p.token = Some(token);
-                p.valid_until = s.valid_until().or(Some(Instant::now()));
+                p.valid_until = Some(s.lease_deadline());
                 p.value = Some(json!(format!("{value}-1")));
                 let v2 = format!("{value}-1");
                 retire |= timed(&rec, p, s.proclaim(&name, token, &v2), |_, _| Type::Ok)
@@ -316,7 +316,7 @@ impl Worker {
                 self.seq += 1;
                 let mut w = self.spec(F::Write, &name, sid);
                 w.token = Some(token);
-                w.valid_until = s.valid_until().or(Some(Instant::now()));
+                w.valid_until = Some(s.lease_deadline());
                 w.value = Some(json!({ "seq": self.seq }));
                 let regs = self.registers.clone();
                 let n2 = name.clone();
@@ -334,7 +334,7 @@ impl Worker {
             tokio::time::sleep(hold).await;
             let mut r = self.spec(release_f, &name, sid);
             r.token = Some(token);
-            r.valid_until = s.valid_until().or(Some(Instant::now()));
+            r.valid_until = Some(s.lease_deadline());
             let fut = async {
                 match self.kind {
                     Kind::Election => s.resign(&name, token).await,
@@ -371,7 +371,7 @@ impl Worker {
         }
         let Some(Some(token)) = res else { return };
         // The deadline a client would have computed; it passes while frozen.
-        let deadline = frozen.valid_until().unwrap_or_else(Instant::now);
+        let deadline = frozen.lease_deadline();
         tokio::time::sleep(FROZEN_TTL + Duration::from_secs(1)).await;
         self.seq += 1;
         let mut w = self.spec(F::Write, name, sid);
@@ -391,9 +391,7 @@ impl Worker {
         .await;
         let mut r = self.spec(F::Release, name, sid);
         r.token = Some(token);
-        r.valid_until = frozen
-            .valid_until()
-            .or(Some(Instant::now() - Duration::from_secs(1)));
+        r.valid_until = Some(deadline);
         let retire = timed(&rec, r, frozen.release(name, token), |_, _| Type::Ok)
             .await
             .1;
