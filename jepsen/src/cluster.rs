@@ -41,7 +41,8 @@ pub struct Cluster {
     docker: Option<(String, String)>,
 }
 
-fn docker(args: &[&str]) -> anyhow::Result<String> {
+/// Runs a docker command; its trimmed stdout, or its stderr as the error.
+pub(crate) fn docker(args: &[&str]) -> anyhow::Result<String> {
     let out = Command::new("docker")
         .args(args)
         .output()
@@ -61,6 +62,15 @@ fn free_port(ip: &str) -> anyhow::Result<u16> {
         .with_context(|| format!("cannot bind {ip}: is 127.0.0.0/8 routed to lo?"))?
         .local_addr()?
         .port())
+}
+
+/// The `--initial-cluster` value naming every node.
+fn initial_cluster(nodes: &[Node]) -> String {
+    nodes
+        .iter()
+        .map(|n| format!("{}={}/{}", n.id, n.peer_addr, n.client_addr))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 impl Cluster {
@@ -83,11 +93,7 @@ impl Cluster {
                 running: false,
             });
         }
-        let initial = nodes
-            .iter()
-            .map(|n| format!("{}={}/{}", n.id, n.peer_addr, n.client_addr))
-            .collect::<Vec<_>>()
-            .join(",");
+        let initial = initial_cluster(&nodes);
         let mut cluster = Cluster {
             nodes,
             binary: binary.to_owned(),
@@ -123,11 +129,7 @@ impl Cluster {
                 running: false,
             });
         }
-        let initial = nodes
-            .iter()
-            .map(|n| format!("{}={}/{}", n.id, n.peer_addr, n.client_addr))
-            .collect::<Vec<_>>()
-            .join(",");
+        let initial = initial_cluster(&nodes);
         let mut cluster = Cluster {
             nodes,
             binary: PathBuf::new(),

@@ -28,7 +28,7 @@ pub struct HostNet {
 /// has no iptables of its own; the host's binary is entered into the
 /// namespace instead, so the rules touch only that container.
 fn in_container(name: &str, args: &[&str]) -> anyhow::Result<()> {
-    let pid = docker_out(&["inspect", "-f", "{{.State.Pid}}", name])?;
+    let pid = crate::cluster::docker(&["inspect", "-f", "{{.State.Pid}}", name])?;
     if pid == "0" {
         return Ok(()); // not running: nothing to cut or heal
     }
@@ -46,20 +46,8 @@ fn in_container(name: &str, args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn docker_out(args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new("docker").args(args).output()?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "docker {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
 fn container_ip(name: &str) -> anyhow::Result<String> {
-    docker_out(&[
+    crate::cluster::docker(&[
         "inspect",
         "-f",
         "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
