@@ -2,8 +2,8 @@
 //! (state, command, log index, proposal time), so every replica that applies
 //! the same log holds the same sessions, locks, waiters and tokens.
 //!
-//! Nothing in this module touches I/O, an async runtime, a clock or a source
-//! of randomness; time enters only as `at_ms`, a value the leader proposed.
+//! Nothing in this module touches I/O, an async runtime, a clock or anything
+//! unpredictable; time enters only as `at_ms`, a value the leader proposed.
 //! Maps are `BTreeMap`s and queues `VecDeque`s so that no iteration order can
 //! differ between nodes, and snapshots of equal states are equal bytes.
 //!
