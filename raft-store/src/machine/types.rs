@@ -90,7 +90,7 @@ pub struct Waiter {
 }
 
 /// A session as the state machine knows it. Deadlines are not here: they
-/// live on the leader's monotonic clock, outside the replicated state.
+/// live on the leader's steady clock, outside the replicated state.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Session {
     /// Session id.
