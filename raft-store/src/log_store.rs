@@ -176,7 +176,9 @@ fn key(index: u64) -> [u8; 8] {
     index.to_be_bytes()
 }
 
-fn decode(bytes: &[u8]) -> Result<Entry, StorageError> {
+/// Decodes one stored log entry (a value of the `log` tree). Public so that
+/// the fuzz targets and property tests feed it exactly what the store reads.
+pub fn decode(bytes: &[u8]) -> Result<Entry, StorageError> {
     serde_json::from_slice(bytes).map_err(|e| StorageIOError::read_logs(&e).into())
 }
 

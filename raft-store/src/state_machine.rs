@@ -123,7 +123,7 @@ impl StateMachineStore {
 }
 
 /// A snapshot's metadata and the machine's bytes.
-type StoredSnapshot = (SnapshotMeta<NodeId, NodeInfo>, Vec<u8>);
+pub type StoredSnapshot = (SnapshotMeta<NodeId, NodeInfo>, Vec<u8>);
 
 fn read_snapshot_file(path: &Path) -> Result<Option<StoredSnapshot>, StorageError> {
     let bytes = match std::fs::read(path) {
@@ -131,15 +131,23 @@ fn read_snapshot_file(path: &Path) -> Result<Option<StoredSnapshot>, StorageErro
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(StorageIOError::read_snapshot(None, &e).into()),
     };
+    decode_snapshot_file(&bytes).map(Some).map_err(|e| {
+        let e = std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+        StorageIOError::read_snapshot(None, &e).into()
+    })
+}
+
+/// Splits the bytes of a snapshot file into its header's metadata and the
+/// machine's bytes (which [`LeaseMachine::from_snapshot`] reads). Public so
+/// that the fuzz targets and property tests feed it exactly what a restart
+/// reads.
+pub fn decode_snapshot_file(bytes: &[u8]) -> std::io::Result<StoredSnapshot> {
     let split = bytes.iter().position(|b| *b == b'\n').ok_or_else(|| {
-        StorageIOError::read_snapshot(
-            None,
-            &std::io::Error::other(format!("{}: no snapshot header", path.display())),
-        )
+        std::io::Error::new(std::io::ErrorKind::InvalidData, "no snapshot header")
     })?;
     let header: SnapshotHeader = serde_json::from_slice(&bytes[..split])
-        .map_err(|e| StorageIOError::read_snapshot(None, &e))?;
-    Ok(Some((header.meta, bytes[split + 1..].to_vec())))
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    Ok((header.meta, bytes[split + 1..].to_vec()))
 }
 
 fn write_snapshot_file(

@@ -13,7 +13,7 @@ const LOCKS: [&str; 3] = ["a", "b", "c"];
 
 #[derive(Clone, Debug)]
 enum Op {
-    Create,
+    Create(usize),
     Close(usize),
     Expire(Vec<usize>),
     Acquire {
@@ -38,11 +38,15 @@ enum Op {
         s: usize,
         lock: usize,
     },
+    ForceRelease(usize),
 }
+
+/// Session owners: the empty one (no authentication) and two identities.
+const OWNERS: [&str; 3] = ["", "team-a", "team-b"];
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        2 => Just(Op::Create),
+        2 => (0..OWNERS.len()).prop_map(Op::Create),
         1 => any::<usize>().prop_map(Op::Close),
         1 => prop::collection::vec(any::<usize>(), 1..3).prop_map(Op::Expire),
         8 => (any::<usize>(), 0..LOCKS.len(), 0u8..6, any::<bool>(),
@@ -52,6 +56,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(s, lock, right_token)| Op::Release { s, lock, right_token }),
         2 => (any::<usize>(), 0..LOCKS.len(), 0u8..6).prop_map(|(s, lock, req)| Op::Cancel { s, lock, req }),
         1 => (any::<usize>(), 0..LOCKS.len()).prop_map(|(s, lock)| Op::Proclaim { s, lock }),
+        1 => (0..LOCKS.len()).prop_map(Op::ForceRelease),
     ]
 }
 
@@ -75,6 +80,7 @@ struct MLock {
 struct Model {
     created: Vec<u64>,
     alive: BTreeSet<u64>,
+    owner: BTreeMap<u64, &'static str>,
     locks: BTreeMap<String, MLock>,
     finished: BTreeMap<(u64, u128), &'static str>,
 }
@@ -131,13 +137,15 @@ impl Model {
     /// sensible arguments) and predicts its answer.
     fn step(&mut self, op: &Op, index: u64) -> (Command, Answer) {
         match op {
-            Op::Create => {
+            Op::Create(o) => {
                 self.created.push(index);
                 self.alive.insert(index);
+                self.owner.insert(index, OWNERS[*o]);
                 (
                     Command::CreateSession {
                         ttl_ms: 5_000,
                         client_name: String::new(),
+                        owner: OWNERS[*o].into(),
                     },
                     Answer::Created(index),
                 )
@@ -282,6 +290,16 @@ impl Model {
                     answer,
                 )
             }
+            Op::ForceRelease(lock) => {
+                let name = LOCKS[*lock];
+                if let Some(l) = self.locks.get_mut(name) {
+                    for h in std::mem::take(&mut l.holders) {
+                        self.finished.insert((h.session, h.req), "request-released");
+                    }
+                    self.grant_queue(name, index);
+                }
+                (Command::ForceRelease { name: name.into() }, Answer::Ok)
+            }
         }
     }
 
@@ -417,6 +435,19 @@ fn check(
     }
     let live: BTreeSet<u64> = m.sessions().map(|s| s.id).collect();
     prop_assert_eq!(&live, &model.alive);
+    for owner in OWNERS.iter().filter(|o| !o.is_empty()) {
+        let expected = model
+            .alive
+            .iter()
+            .filter(|s| model.owner.get(*s) == Some(owner))
+            .count() as u64;
+        prop_assert_eq!(
+            m.sessions_owned_by(owner),
+            expected,
+            "sessions of {}",
+            owner
+        );
+    }
     let names: Vec<&str> = m.locks().map(|(n, _)| n).collect();
     let model_names: Vec<&str> = model.locks.keys().map(|s| s.as_str()).collect();
     prop_assert_eq!(names, model_names);

@@ -42,6 +42,7 @@ fn parse_command(text: &str) -> Result<Command, String> {
         "create-session" => Command::CreateSession {
             ttl_ms: num("ttl")?,
             client_name: args.get("name").unwrap_or(&"").to_string(),
+            owner: args.get("owner").unwrap_or(&"").to_string(),
         },
         "close-session" => Command::CloseSession {
             session: num("session")?,
@@ -84,6 +85,9 @@ fn parse_command(text: &str) -> Result<Command, String> {
             name: text("lock")?,
             token: num("token")?,
             value: text("value")?.into_bytes(),
+        },
+        "force-release" => Command::ForceRelease {
+            name: text("lock")?,
         },
         other => return Err(format!("unknown command {other:?}")),
     })

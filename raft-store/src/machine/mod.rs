@@ -10,7 +10,7 @@
 //! ```
 //! use raftlock_store::machine::{Command, LeaseMachine, Mode, Reply, RequestId};
 //! let mut m = LeaseMachine::default();
-//! let created = m.apply(&Command::CreateSession { ttl_ms: 10_000, client_name: "w1".into() }, 1, 0);
+//! let created = m.apply(&Command::CreateSession { ttl_ms: 10_000, client_name: "w1".into(), owner: String::new() }, 1, 0);
 //! let Ok(Reply::SessionCreated { session, .. }) = created.reply else { panic!() };
 //! let acquire = Command::Acquire {
 //!     session, name: "jobs/nightly".into(), request_id: RequestId(7), mode: Mode::Exclusive,
@@ -31,7 +31,7 @@ mod release;
 mod session;
 mod snapshot;
 mod types;
-mod validate;
+pub mod validate;
 
 pub use error::LeaseError;
 pub use lock::LockState;
@@ -55,6 +55,11 @@ pub enum Command {
         ttl_ms: u64,
         /// Free text naming the client.
         client_name: String,
+        /// The authenticated identity that created it (empty when the
+        /// cluster runs without authentication). Only this identity may
+        /// use the session.
+        #[serde(default)]
+        owner: String,
     },
     /// Ends a session at the client's request.
     CloseSession {
@@ -114,6 +119,13 @@ pub enum Command {
         /// New metadata.
         value: Vec<u8>,
     },
+    /// An administrator frees a lock whatever its holders: every holder
+    /// loses it and the waiters it frees are granted in the same entry,
+    /// with this entry's (larger) token.
+    ForceRelease {
+        /// Lock name.
+        name: String,
+    },
 }
 
 impl Command {
@@ -127,6 +139,7 @@ impl Command {
             Command::Release { .. } => "release",
             Command::CancelWait { .. } => "cancel_wait",
             Command::Proclaim { .. } => "proclaim",
+            Command::ForceRelease { .. } => "force_release",
         }
     }
 }
@@ -138,6 +151,11 @@ pub struct LeaseMachine {
     /// Only locks with at least one holder; a lock with waiters always has a
     /// holder, since waiters are granted as soon as nothing blocks them.
     locks: BTreeMap<String, LockState>,
+    /// Live sessions per non-empty owner, for the per-identity limit.
+    /// Derived from `sessions`, kept so the leader can check the limit
+    /// without a scan.
+    #[serde(default)]
+    owners: BTreeMap<String, u64>,
 }
 
 impl LeaseMachine {
@@ -149,7 +167,8 @@ impl LeaseMachine {
             Command::CreateSession {
                 ttl_ms,
                 client_name,
-            } => self.create_session(*ttl_ms, client_name, index, at_ms),
+                owner,
+            } => self.create_session(*ttl_ms, client_name, owner, index, at_ms),
             Command::CloseSession { session } => {
                 self.close_session(*session, index, at_ms, &mut events)
             }
@@ -194,6 +213,7 @@ impl LeaseMachine {
                 token,
                 value,
             } => self.proclaim(*session, name, *token, value, &mut events),
+            Command::ForceRelease { name } => self.force_release(name, index, at_ms, &mut events),
         };
         Outcome { reply, events }
     }

@@ -57,6 +57,13 @@ pub enum Reply {
     WaitCancelled,
     /// The holder's metadata changed.
     Proclaimed(Grant),
+    /// An administrator freed the lock.
+    ForceReleased {
+        /// The grants taken away.
+        released: Vec<Grant>,
+        /// Waiters granted in their place.
+        granted: Vec<Grant>,
+    },
 }
 
 /// Something that changed while applying a command.
@@ -153,6 +160,12 @@ impl fmt::Display for Reply {
             Reply::Released { granted } => write!(f, "released granted={}", granted.len()),
             Reply::WaitCancelled => write!(f, "wait-cancelled"),
             Reply::Proclaimed(g) => write!(f, "proclaimed {}", fmt_grant(g)),
+            Reply::ForceReleased { released, granted } => write!(
+                f,
+                "force-released released={} granted={}",
+                released.len(),
+                granted.len()
+            ),
         }
     }
 }

@@ -50,6 +50,11 @@ impl LeaseMachine {
             .unwrap_or_default()
     }
 
+    /// One lock's state, if anyone holds or waits for it.
+    pub fn lock(&self, name: &str) -> Option<&LockState> {
+        self.locks.get(name)
+    }
+
     /// Up to `limit` locks whose names start with `prefix`, after `after`
     /// (exclusive), in name order.
     pub fn list(&self, prefix: &str, after: &str, limit: usize) -> Vec<LockSummary> {
@@ -84,7 +89,12 @@ impl LeaseMachine {
         }
     }
 
-    /// A live session.
+    /// How many live sessions `owner` created (0 for the empty owner).
+    pub fn sessions_owned_by(&self, owner: &str) -> u64 {
+        self.owners.get(owner).copied().unwrap_or(0)
+    }
+
+    /// A session by id.
     pub fn session(&self, id: SessionId) -> Option<&Session> {
         self.sessions.get(&id)
     }

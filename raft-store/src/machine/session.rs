@@ -14,17 +14,23 @@ impl LeaseMachine {
         &mut self,
         ttl_ms: u64,
         client_name: &str,
+        owner: &str,
         index: LogIndex,
         at_ms: u64,
     ) -> Result<Reply, LeaseError> {
         validate::ttl(ttl_ms)?;
         validate::client_name(client_name)?;
+        validate::client_name(owner)?;
+        if !owner.is_empty() {
+            *self.owners.entry(owner.to_owned()).or_default() += 1;
+        }
         self.sessions.insert(
             index,
             Session {
                 id: index,
                 ttl_ms,
                 client_name: client_name.to_owned(),
+                owner: owner.to_owned(),
                 created_at_ms: at_ms,
                 held: BTreeMap::new(),
                 waiting: BTreeMap::new(),
@@ -77,6 +83,12 @@ impl LeaseMachine {
             let Some(s) = self.sessions.remove(id) else {
                 continue;
             };
+            if let Some(n) = self.owners.get_mut(&s.owner) {
+                *n -= 1;
+                if *n == 0 {
+                    self.owners.remove(&s.owner);
+                }
+            }
             for name in s.held.keys() {
                 if let Some(lock) = self.locks.get_mut(name) {
                     if let Some(g) = lock.remove_holder(s.id) {

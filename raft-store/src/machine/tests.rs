@@ -26,6 +26,7 @@ impl Log {
         match self.apply(Command::CreateSession {
             ttl_ms: 5_000,
             client_name: "t".into(),
+            owner: String::new(),
         }) {
             Outcome {
                 reply: Ok(Reply::SessionCreated { session, .. }),
@@ -92,6 +93,7 @@ mod create_session {
             let o = log.apply(Command::CreateSession {
                 ttl_ms,
                 client_name: String::new(),
+                owner: String::new(),
             });
             assert_eq!(err(&o), "ttl-out-of-range");
         }
@@ -104,6 +106,7 @@ mod create_session {
         let o = log.apply(Command::CreateSession {
             ttl_ms: 5_000,
             client_name: "x".repeat(257),
+            owner: String::new(),
         });
         assert_eq!(err(&o), "invalid-argument");
     }

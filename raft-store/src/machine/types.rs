@@ -99,6 +99,9 @@ pub struct Session {
     pub ttl_ms: u64,
     /// Free text naming the client.
     pub client_name: String,
+    /// The identity that created it; empty without authentication.
+    #[serde(default)]
+    pub owner: String,
     /// Leader's wall clock at creation (Unix ms).
     pub created_at_ms: u64,
     /// Locks held, by name, with the acquisition that holds each.

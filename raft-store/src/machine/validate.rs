@@ -1,16 +1,18 @@
 //! Checks of command arguments against [`raftlock_proto::limits`]. The edge
-//! (gRPC) runs the same checks first for a quick answer; these make the
-//! state machine safe even from a log entry that skipped them.
+//! (gRPC) calls these same functions first, so a bad request is refused
+//! without costing a log entry; the state machine calls them again so that it
+//! stays safe even from a log entry that skipped the edge.
 
 use super::error::LeaseError;
 use raftlock_proto::limits;
 
-pub(crate) fn name(name: &str) -> Result<(), LeaseError> {
+/// A lock name: non-empty, at most `MAX_NAME_LEN` bytes, no control characters.
+pub fn name(name: &str) -> Result<(), LeaseError> {
     let reason = if name.is_empty() {
         "must not be empty".to_owned()
     } else if name.len() > limits::MAX_NAME_LEN {
         format!(
-            "{} bytes is longer than the limit of {}",
+            "{} bytes, longer than the limit of {}",
             name.len(),
             limits::MAX_NAME_LEN
         )
@@ -22,7 +24,8 @@ pub(crate) fn name(name: &str) -> Result<(), LeaseError> {
     Err(LeaseError::InvalidName { reason })
 }
 
-pub(crate) fn ttl(ttl_ms: u64) -> Result<(), LeaseError> {
+/// A session TTL within the machine's absolute bounds.
+pub fn ttl(ttl_ms: u64) -> Result<(), LeaseError> {
     if (limits::MIN_TTL_MS..=limits::MAX_TTL_MS).contains(&ttl_ms) {
         Ok(())
     } else {
@@ -34,7 +37,8 @@ pub(crate) fn ttl(ttl_ms: u64) -> Result<(), LeaseError> {
     }
 }
 
-pub(crate) fn metadata(what: &str, bytes: &[u8]) -> Result<(), LeaseError> {
+/// Holder metadata or an election value (`what` names it in the message).
+pub fn metadata(what: &str, bytes: &[u8]) -> Result<(), LeaseError> {
     if bytes.len() > limits::MAX_METADATA_LEN {
         return Err(LeaseError::InvalidArgument(format!(
             "{what} is {} bytes, more than the limit of {}",
@@ -45,7 +49,8 @@ pub(crate) fn metadata(what: &str, bytes: &[u8]) -> Result<(), LeaseError> {
     Ok(())
 }
 
-pub(crate) fn client_name(name: &str) -> Result<(), LeaseError> {
+/// A session's client name or owner.
+pub fn client_name(name: &str) -> Result<(), LeaseError> {
     if name.len() > limits::MAX_CLIENT_NAME_LEN {
         return Err(LeaseError::InvalidArgument(format!(
             "client name is {} bytes, more than the limit of {}",
@@ -56,7 +61,8 @@ pub(crate) fn client_name(name: &str) -> Result<(), LeaseError> {
     Ok(())
 }
 
-pub(crate) fn wait(wait_ms: Option<u64>) -> Result<(), LeaseError> {
+/// An Acquire wait within the machine's absolute bound.
+pub fn wait(wait_ms: Option<u64>) -> Result<(), LeaseError> {
     match wait_ms {
         Some(ms) if ms > limits::MAX_WAIT_MS => Err(LeaseError::InvalidArgument(format!(
             "wait of {ms} ms is longer than the limit of {} ms",
@@ -66,7 +72,8 @@ pub(crate) fn wait(wait_ms: Option<u64>) -> Result<(), LeaseError> {
     }
 }
 
-pub(crate) fn permits(permits: Option<u32>) -> Result<(), LeaseError> {
+/// Semaphore permits: absent or at least 1.
+pub fn permits(permits: Option<u32>) -> Result<(), LeaseError> {
     if permits == Some(0) {
         return Err(LeaseError::InvalidArgument(
             "permits must be at least 1".to_owned(),

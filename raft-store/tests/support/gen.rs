@@ -1,0 +1,423 @@
+//! Command sequences from a stream of bytes, over a small universe chosen to
+//! collide: a few sessions (live, ended and never created), a few lock names
+//! (valid ones, and empty, oversized, control-character and multi-byte ones
+//! at the length limit), request ids that repeat, tokens next to real ones,
+//! TTLs, waits, permits and metadata sizes at and around their limits. The
+//! fuzz target draws the bytes from libFuzzer (`arbitrary::Unstructured`),
+//! the property test from proptest.
+
+use super::invariants::{checked_apply, Tracker};
+use raftlock_proto::limits;
+use raftlock_store::machine::{Command, LeaseMachine, Mode, Reply, RequestId, SessionId};
+
+/// A source of choices.
+pub trait Draw {
+    /// The next byte; 0 once the input is used up.
+    fn byte(&mut self) -> u8;
+    /// Whether the input is used up.
+    fn is_empty(&self) -> bool;
+}
+
+/// Draws from a byte slice.
+pub struct Bytes<'a> {
+    data: &'a [u8],
+}
+
+impl<'a> Bytes<'a> {
+    /// Draws from `data`.
+    pub fn new(data: &'a [u8]) -> Self {
+        Bytes { data }
+    }
+}
+
+impl Draw for Bytes<'_> {
+    fn byte(&mut self) -> u8 {
+        match self.data.split_first() {
+            Some((b, rest)) => {
+                self.data = rest;
+                *b
+            }
+            None => 0,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+}
+
+fn pick<T: Clone>(d: &mut impl Draw, items: &[T]) -> T {
+    items[d.byte() as usize % items.len()].clone()
+}
+
+/// Mostly one of `usual`, one time in sixteen one of `odd`.
+fn pick_usually<T: Clone>(d: &mut impl Draw, usual: &[T], odd: &[T]) -> T {
+    if d.byte() < 240 {
+        pick(d, usual)
+    } else {
+        pick(d, odd)
+    }
+}
+
+fn u16_of(d: &mut impl Draw) -> u16 {
+    u16::from_le_bytes([d.byte(), d.byte()])
+}
+
+const TTLS: [u64; 4] = [limits::MIN_TTL_MS, 5_000, 10_000, limits::MAX_TTL_MS];
+const ODD_TTLS: [u64; 5] = [
+    0,
+    limits::MIN_TTL_MS - 1,
+    limits::MIN_TTL_MS + 1,
+    limits::MAX_TTL_MS + 1,
+    u64::MAX,
+];
+const WAITS: [Option<u64>; 7] = [
+    None,
+    None,
+    Some(1_000),
+    Some(30_000),
+    Some(30_000),
+    Some(0),
+    Some(limits::MAX_WAIT_MS),
+];
+const ODD_WAITS: [Option<u64>; 3] = [Some(1), Some(limits::MAX_WAIT_MS + 1), Some(u64::MAX)];
+const PERMITS: [Option<u32>; 7] = [None, None, None, None, Some(1), Some(2), Some(3)];
+const ODD_PERMITS: [Option<u32>; 3] = [Some(0), Some(u32::MAX), Some(u32::MAX - 1)];
+const METADATA_LENS: [usize; 4] = [0, 0, 1, 16];
+const ODD_METADATA_LENS: [usize; 3] = [
+    limits::MAX_METADATA_LEN - 1,
+    limits::MAX_METADATA_LEN,
+    limits::MAX_METADATA_LEN + 1,
+];
+const REQUEST_IDS: [u128; 8] = [0, 1, 2, 3, 4, 5, u128::MAX, 1 << 64];
+
+/// Valid lock names, mostly a few short ones so that sessions collide on
+/// them, and some at the length limit.
+pub fn lock_names() -> Vec<String> {
+    let mut names: Vec<String> = ["a", "a", "a", "b", "b", "c", "jobs/nightly", "é锁🔒", " "]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    names.push("x".repeat(limits::MAX_NAME_LEN));
+    // Two-byte characters exactly at the limit.
+    names.push("é".repeat(limits::MAX_NAME_LEN / 2));
+    names
+}
+
+/// Lock names the machine must refuse.
+pub fn odd_lock_names() -> Vec<String> {
+    vec![
+        String::new(),
+        "x".repeat(limits::MAX_NAME_LEN + 1),
+        format!("{}a", "é".repeat(limits::MAX_NAME_LEN / 2)),
+        "a\nb".into(),
+        "\u{7f}".into(),
+        "\u{0}".into(),
+        "\u{85}".into(),
+    ]
+}
+
+fn client_names() -> Vec<String> {
+    vec![
+        String::new(),
+        "w1".into(),
+        "é".repeat(limits::MAX_CLIENT_NAME_LEN / 2),
+    ]
+}
+
+fn odd_client_names() -> Vec<String> {
+    vec![
+        "x".repeat(limits::MAX_CLIENT_NAME_LEN + 1),
+        format!("{}a", "é".repeat(limits::MAX_CLIENT_NAME_LEN / 2)),
+    ]
+}
+
+fn owners() -> Vec<String> {
+    vec![
+        String::new(),
+        String::new(),
+        "team-a".into(),
+        "team-b".into(),
+        "o".repeat(limits::MAX_CLIENT_NAME_LEN),
+    ]
+}
+
+fn odd_owners() -> Vec<String> {
+    vec!["o".repeat(limits::MAX_CLIENT_NAME_LEN + 1)]
+}
+
+/// Applies generated commands at increasing indexes and times, checking
+/// every step.
+pub struct Driver {
+    /// The machine under test.
+    pub machine: LeaseMachine,
+    tracker: Tracker,
+    at_ms: u64,
+    created: Vec<SessionId>,
+    names: (Vec<String>, Vec<String>),
+    client_names: (Vec<String>, Vec<String>),
+    owners: (Vec<String>, Vec<String>),
+    /// The commands applied so far, with their index and time.
+    pub history: Vec<(u64, u64, Command)>,
+}
+
+impl Default for Driver {
+    fn default() -> Self {
+        Driver {
+            machine: LeaseMachine::default(),
+            tracker: Tracker::default(),
+            at_ms: 1_700_000_000_000,
+            created: Vec::new(),
+            names: (lock_names(), odd_lock_names()),
+            client_names: (client_names(), odd_client_names()),
+            owners: (owners(), odd_owners()),
+            history: Vec::new(),
+        }
+    }
+}
+
+impl Driver {
+    /// Runs up to `max_steps` commands drawn from `d`.
+    pub fn run(&mut self, d: &mut impl Draw, max_steps: usize) -> Result<(), String> {
+        for _ in 0..max_steps {
+            if d.is_empty() {
+                break;
+            }
+            let cmd = self.command(d);
+            let Some(index) = self.next_index(d) else {
+                break;
+            };
+            self.at_ms = self.at_ms.saturating_add(pick_usually(
+                d,
+                &[0, 1, 7, 1_000, 60_000],
+                &[u64::MAX / 4],
+            ));
+            self.step(cmd, index, self.at_ms)?;
+        }
+        Ok(())
+    }
+
+    /// Applies one command, checking the step.
+    pub fn step(&mut self, cmd: Command, index: u64, at_ms: u64) -> Result<(), String> {
+        let outcome = checked_apply(&mut self.machine, &cmd, index, at_ms, &mut self.tracker)
+            .map_err(|e| {
+                format!(
+                    "{e}\n  after {} earlier commands (index, at_ms, command): {:#?}",
+                    self.history.len(),
+                    self.history
+                )
+            })?;
+        if let Ok(Reply::SessionCreated { session, .. }) = outcome.reply {
+            self.created.push(session);
+        }
+        self.history.push((index, at_ms, cmd));
+        Ok(())
+    }
+
+    fn next_index(&self, d: &mut impl Draw) -> Option<u64> {
+        let next = self.tracker.next_index()?;
+        match d.byte() {
+            0..=243 => Some(next),
+            244..=251 => next.checked_add(u64::from(d.byte() % 10) + 1),
+            252 | 253 => next.checked_add(1 << 16),
+            254 => next.checked_add(1 << 32),
+            255 => Some(next.max(u64::MAX - 64)),
+        }
+    }
+
+    fn session(&self, d: &mut impl Draw) -> SessionId {
+        let live: Vec<SessionId> = self.machine.sessions().map(|s| s.id).collect();
+        let b = d.byte();
+        if b < 220 && !live.is_empty() {
+            return pick(d, &live);
+        }
+        if b < 240 && !self.created.is_empty() {
+            return pick(d, &self.created);
+        }
+        let next = self.tracker.next_index().unwrap_or(u64::MAX);
+        pick(d, &[0, 1, 2, next, u64::MAX])
+    }
+
+    fn name(&self, d: &mut impl Draw) -> String {
+        pick_usually(d, &self.names.0, &self.names.1)
+    }
+
+    fn request_id(&self, d: &mut impl Draw, session: SessionId, name: &str) -> RequestId {
+        // Often the acquisition the session already has on this lock, so
+        // retries and cancels of real requests happen.
+        if d.byte() < 128 {
+            if let Some(s) = self.machine.session(session) {
+                if let Some(r) = s.held.get(name).or_else(|| s.waiting.get(name)) {
+                    return *r;
+                }
+            }
+        }
+        RequestId(pick(d, &REQUEST_IDS))
+    }
+
+    fn token(&self, d: &mut impl Draw, session: SessionId, name: &str) -> u64 {
+        let view = self.machine.describe(name);
+        let own = view
+            .holders
+            .iter()
+            .find(|h| h.session == session)
+            .map(|h| h.token);
+        let any = view.holders.first().map(|h| h.token);
+        let base = own.or(any).unwrap_or(0);
+        match d.byte() % 16 {
+            0..=10 => base,
+            11 => base.wrapping_sub(1),
+            12 => base.wrapping_add(1),
+            13 => 0,
+            14 => u64::MAX,
+            _ => self.tracker.last_index().unwrap_or(0),
+        }
+    }
+
+    fn metadata(&self, d: &mut impl Draw) -> Vec<u8> {
+        // Metadata at the limit is rarer than other odd values: it makes
+        // every later snapshot of the sequence kilobytes larger.
+        let len = if d.byte() < 252 {
+            pick(d, &METADATA_LENS)
+        } else {
+            pick(d, &ODD_METADATA_LENS)
+        };
+        vec![d.byte(); len]
+    }
+
+    /// A holder or a waiter of some lock, if there is any.
+    fn member(
+        &self,
+        d: &mut impl Draw,
+        holder: bool,
+    ) -> Option<(String, SessionId, u64, RequestId)> {
+        let mut all = Vec::new();
+        for (name, lock) in self.machine.locks() {
+            if holder {
+                for h in &lock.holders {
+                    all.push((name.to_owned(), h.session, h.token, h.request_id));
+                }
+            } else {
+                for w in &lock.waiters {
+                    all.push((name.to_owned(), w.session, 0, w.request_id));
+                }
+            }
+        }
+        if all.is_empty() {
+            None
+        } else {
+            Some(pick(d, &all))
+        }
+    }
+
+    /// The next command.
+    pub fn command(&self, d: &mut impl Draw) -> Command {
+        let live = self.machine.counts().0;
+        let b = d.byte();
+        // Keep a few sessions alive: most commands need one.
+        let b = if live < 3 && !b.is_multiple_of(4) {
+            0
+        } else {
+            b
+        };
+        match b {
+            0..=23 => Command::CreateSession {
+                ttl_ms: pick_usually(d, &TTLS, &ODD_TTLS),
+                client_name: pick_usually(d, &self.client_names.0, &self.client_names.1),
+                owner: pick_usually(d, &self.owners.0, &self.owners.1),
+            },
+            24..=31 => Command::CloseSession {
+                session: self.session(d),
+            },
+            32..=39 => {
+                let n = d.byte() % 4;
+                Command::ExpireSessions {
+                    sessions: (0..n).map(|_| self.session(d)).collect(),
+                }
+            }
+            40..=139 => {
+                let session = self.session(d);
+                let name = self.name(d);
+                Command::Acquire {
+                    session,
+                    request_id: self.request_id(d, session, &name),
+                    mode: if d.byte().is_multiple_of(2) {
+                        Mode::Exclusive
+                    } else {
+                        Mode::Shared
+                    },
+                    permits: pick_usually(d, &PERMITS, &ODD_PERMITS),
+                    wait_ms: pick_usually(d, &WAITS, &ODD_WAITS),
+                    metadata: self.metadata(d),
+                    name,
+                }
+            }
+            140..=179 => {
+                let session = self.session(d);
+                let name = self.name(d);
+                Command::Release {
+                    session,
+                    token: self.token(d, session, &name),
+                    name,
+                }
+            }
+            180..=199 => {
+                let session = self.session(d);
+                let name = self.name(d);
+                Command::CancelWait {
+                    session,
+                    request_id: self.request_id(d, session, &name),
+                    name,
+                }
+            }
+            200..=214 => {
+                let session = self.session(d);
+                let name = self.name(d);
+                Command::Proclaim {
+                    session,
+                    token: self.token(d, session, &name),
+                    value: self.metadata(d),
+                    name,
+                }
+            }
+            215..=224 => Command::ForceRelease { name: self.name(d) },
+            225..=229 => {
+                // A large expiry: some of the live sessions and some that
+                // are not, in either order.
+                let mut sessions: Vec<SessionId> = self
+                    .machine
+                    .sessions()
+                    .map(|s| s.id)
+                    .filter(|_| d.byte().is_multiple_of(3))
+                    .collect();
+                let extra = u16_of(d) % 4;
+                for _ in 0..extra {
+                    sessions.push(self.session(d));
+                }
+                if d.byte().is_multiple_of(2) {
+                    sessions.reverse();
+                }
+                Command::ExpireSessions { sessions }
+            }
+            230..=244 => match self.member(d, true) {
+                // Exactly right, so that releases succeed and hand over.
+                Some((name, session, token, _)) => Command::Release {
+                    session,
+                    name,
+                    token,
+                },
+                None => Command::ForceRelease { name: self.name(d) },
+            },
+            _ => match self.member(d, false) {
+                Some((name, session, _, request_id)) => Command::CancelWait {
+                    session,
+                    name,
+                    request_id,
+                },
+                None => Command::CloseSession {
+                    session: self.session(d),
+                },
+            },
+        }
+    }
+}

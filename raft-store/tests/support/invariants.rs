@@ -1,0 +1,705 @@
+//! The lease machine's invariants, checked through its public API only, and
+//! `checked_apply`: one `apply` followed by every check that can be made of
+//! the step (tokens, reply against state, events against the state change,
+//! refusals change nothing, snapshot and backup round trips, replay from the
+//! previous snapshot).
+
+use raftlock_proto::limits;
+use raftlock_store::backup;
+use raftlock_store::machine::{Command, Event, LeaseMachine, Mode, Outcome, Reply};
+use std::collections::BTreeMap;
+
+macro_rules! ensure {
+    ($cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            return Err(format!($($fmt)+));
+        }
+    };
+}
+
+/// The state machine's rule for lock names.
+pub fn name_ok(name: &str) -> bool {
+    !name.is_empty() && name.len() <= limits::MAX_NAME_LEN && !name.chars().any(char::is_control)
+}
+
+/// Everything that must hold of any state reached by applying commands.
+pub fn check_invariants(m: &LeaseMachine) -> Result<(), String> {
+    check_invariants_with(m, &m.to_snapshot())
+}
+
+/// [`check_invariants`], given the machine's snapshot bytes.
+fn check_invariants_with(m: &LeaseMachine, snapshot: &[u8]) -> Result<(), String> {
+    let mut owners: BTreeMap<String, u64> = BTreeMap::new();
+    let mut sessions = 0usize;
+    let mut last_id = None;
+    for s in m.sessions() {
+        sessions += 1;
+        ensure!(
+            m.session(s.id) == Some(s),
+            "session {} is not kept under its own id",
+            s.id
+        );
+        ensure!(
+            last_id.is_none_or(|l| l < s.id),
+            "sessions are not listed in id order at {}",
+            s.id
+        );
+        last_id = Some(s.id);
+        ensure!(
+            (limits::MIN_TTL_MS..=limits::MAX_TTL_MS).contains(&s.ttl_ms),
+            "session {} has ttl {} out of range",
+            s.id,
+            s.ttl_ms
+        );
+        ensure!(
+            s.client_name.len() <= limits::MAX_CLIENT_NAME_LEN,
+            "session {} has a client name of {} bytes",
+            s.id,
+            s.client_name.len()
+        );
+        ensure!(
+            s.owner.len() <= limits::MAX_CLIENT_NAME_LEN,
+            "session {} has an owner of {} bytes",
+            s.id,
+            s.owner.len()
+        );
+        if !s.owner.is_empty() {
+            *owners.entry(s.owner.clone()).or_default() += 1;
+        }
+        ensure!(
+            s.held.len() + s.waiting.len() <= limits::MAX_LOCKS_PER_SESSION,
+            "session {} holds or waits for {} locks",
+            s.id,
+            s.held.len() + s.waiting.len()
+        );
+        ensure!(
+            s.finished.len() <= limits::FINISHED_REQUESTS_PER_SESSION,
+            "session {} remembers {} finished requests",
+            s.id,
+            s.finished.len()
+        );
+        for (name, rid) in &s.held {
+            ensure!(
+                !s.waiting.contains_key(name),
+                "session {} both holds and waits for {name:?}",
+                s.id
+            );
+            let view = m.describe(name);
+            ensure!(
+                view.holders
+                    .iter()
+                    .any(|h| h.session == s.id && h.request_id == *rid),
+                "session {} lists {name:?} as held through {rid} but the holders are {:?}",
+                s.id,
+                view.holders
+            );
+        }
+        for (name, rid) in &s.waiting {
+            let view = m.describe(name);
+            ensure!(
+                view.waiters
+                    .iter()
+                    .any(|w| w.session == s.id && w.request_id == *rid),
+                "session {} lists {name:?} as waited for through {rid} but the waiters are {:?}",
+                s.id,
+                view.waiters
+            );
+        }
+    }
+
+    // The per-owner counters: the machine answers them one owner at a time,
+    // and only its snapshot shows the whole map (stale entries included).
+    for (owner, n) in &owners {
+        ensure!(
+            m.sessions_owned_by(owner) == *n,
+            "owner {owner:?} has {n} live sessions but the machine counts {}",
+            m.sessions_owned_by(owner)
+        );
+    }
+    ensure!(m.sessions_owned_by("") == 0, "the empty owner is counted");
+    let stored = owners_in_snapshot(snapshot)?;
+    if let Some(stored) = stored {
+        ensure!(
+            stored == owners,
+            "the owner counters {stored:?} differ from the live sessions' owners {owners:?}"
+        );
+    }
+
+    let mut locks = 0usize;
+    let mut waiters = 0usize;
+    let mut names = Vec::new();
+    for (name, lock) in m.locks() {
+        locks += 1;
+        waiters += lock.waiters.len();
+        names.push(name.to_owned());
+        ensure!(name_ok(name), "a lock has the invalid name {name:?}");
+        ensure!(
+            !lock.holders.is_empty(),
+            "lock {name:?} is kept without a holder (waiters {:?})",
+            lock.waiters
+        );
+        ensure!(lock.permits != Some(0), "lock {name:?} has 0 permits");
+        let mut present = std::collections::BTreeSet::new();
+        for h in &lock.holders {
+            ensure!(h.name == name, "a holder of {name:?} names {:?}", h.name);
+            ensure!(
+                present.insert(h.session),
+                "session {} holds {name:?} twice",
+                h.session
+            );
+            ensure!(
+                h.metadata.len() <= limits::MAX_METADATA_LEN,
+                "a holder of {name:?} has {} bytes of metadata",
+                h.metadata.len()
+            );
+            let Some(s) = m.session(h.session) else {
+                return Err(format!(
+                    "holder session {} of {name:?} does not exist",
+                    h.session
+                ));
+            };
+            ensure!(
+                s.held.get(name) == Some(&h.request_id),
+                "session {} holds {name:?} through {} but lists {:?}",
+                h.session,
+                h.request_id,
+                s.held.get(name)
+            );
+            ensure!(
+                m.validate(name, h.token).valid,
+                "the token {} of a holder of {name:?} does not validate",
+                h.token
+            );
+        }
+        if lock.holders.iter().any(|h| h.mode == Mode::Exclusive) {
+            ensure!(
+                lock.holders.len() == 1,
+                "{name:?} has an exclusive holder beside others: {:?}",
+                lock.holders
+            );
+        } else {
+            let Some(cap) = lock.permits else {
+                return Err(format!("{name:?} has shared holders and no permit count"));
+            };
+            ensure!(
+                lock.holders.len() <= cap as usize,
+                "{name:?} has {} shared holders for {cap} permits",
+                lock.holders.len()
+            );
+        }
+        ensure!(
+            lock.waiters.len() <= limits::MAX_WAITERS_PER_LOCK,
+            "{name:?} has {} waiters",
+            lock.waiters.len()
+        );
+        for w in &lock.waiters {
+            ensure!(
+                present.insert(w.session),
+                "session {} appears twice in {name:?} (as holder and waiter, or waiting twice)",
+                w.session
+            );
+            let Some(s) = m.session(w.session) else {
+                return Err(format!(
+                    "waiting session {} of {name:?} does not exist",
+                    w.session
+                ));
+            };
+            ensure!(
+                s.waiting.get(name) == Some(&w.request_id),
+                "session {} waits for {name:?} through {} but lists {:?}",
+                w.session,
+                w.request_id,
+                s.waiting.get(name)
+            );
+            ensure!(
+                w.timeout_ms <= limits::MAX_WAIT_MS,
+                "a waiter of {name:?} waits {} ms",
+                w.timeout_ms
+            );
+            ensure!(
+                w.metadata.len() <= limits::MAX_METADATA_LEN,
+                "a waiter of {name:?} has {} bytes of metadata",
+                w.metadata.len()
+            );
+        }
+        if let Some(front) = lock.waiters.front() {
+            ensure!(
+                !lock.fits(front.mode),
+                "{name:?}: the first waiter (session {}, {:?}) fits beside the holders {:?} but was not granted",
+                front.session,
+                front.mode,
+                lock.holders
+            );
+        }
+        let view = m.describe(name);
+        ensure!(
+            view.permits == lock.permits
+                && view.holders == lock.holders
+                && view.waiters.iter().eq(lock.waiters.iter()),
+            "describe({name:?}) differs from the lock's state"
+        );
+        let v = m.validate(name, lock.current_token());
+        ensure!(
+            v.valid && v.current_token == lock.current_token(),
+            "validate({name:?}, current token) = {v:?}"
+        );
+    }
+    let listed: Vec<String> = m
+        .list("", "", usize::MAX)
+        .into_iter()
+        .map(|l| l.name)
+        .collect();
+    ensure!(
+        listed == names,
+        "list() shows {listed:?}, the locks are {names:?}"
+    );
+    ensure!(
+        m.counts() == (sessions, locks, waiters),
+        "counts() = {:?}, the state has {:?}",
+        m.counts(),
+        (sessions, locks, waiters)
+    );
+    Ok(())
+}
+
+/// The `owners` map as the snapshot stores it (`None` for a build without it).
+fn owners_in_snapshot(snapshot: &[u8]) -> Result<Option<BTreeMap<String, u64>>, String> {
+    #[derive(serde::Deserialize)]
+    struct Snapshot {
+        machine: Machine,
+    }
+    #[derive(serde::Deserialize)]
+    struct Machine {
+        owners: Option<BTreeMap<String, u64>>,
+    }
+    serde_json::from_slice::<Snapshot>(snapshot)
+        .map(|s| s.machine.owners)
+        .map_err(|e| format!("the snapshot's owners are not a map of counts: {e}"))
+}
+
+/// What a sequence of steps must remember: the last index applied and, per
+/// lock, the token of its latest grant and the index that made it.
+#[derive(Clone, Debug, Default)]
+pub struct Tracker {
+    last_index: Option<u64>,
+    grants: BTreeMap<String, (u64, u64)>,
+    /// The state after the last step and its snapshot, so the next step
+    /// need not make them again (used only while the machine still equals
+    /// it).
+    after: Option<(LeaseMachine, Vec<u8>)>,
+}
+
+impl Tracker {
+    /// A tracker for a machine restored from elsewhere: nothing may be
+    /// applied at or below the highest id or token in it.
+    pub fn after(m: &LeaseMachine) -> Tracker {
+        let mut t = Tracker::default();
+        let mut high = None::<u64>;
+        for s in m.sessions() {
+            high = high.max(Some(s.id));
+        }
+        for (name, lock) in m.locks() {
+            let token = lock.current_token();
+            high = high.max(Some(token));
+            t.grants.insert(name.to_owned(), (token, token));
+        }
+        t.last_index = high;
+        t
+    }
+
+    /// The next index to apply at, if any is left.
+    pub fn next_index(&self) -> Option<u64> {
+        match self.last_index {
+            None => Some(1),
+            Some(i) => i.checked_add(1),
+        }
+    }
+
+    /// The last index applied.
+    pub fn last_index(&self) -> Option<u64> {
+        self.last_index
+    }
+}
+
+/// Applies `cmd` at `index` and checks everything about the step. On a
+/// finding, the error names the command and what went wrong.
+pub fn checked_apply(
+    m: &mut LeaseMachine,
+    cmd: &Command,
+    index: u64,
+    at_ms: u64,
+    t: &mut Tracker,
+) -> Result<Outcome, String> {
+    if let Some(last) = t.last_index {
+        ensure!(
+            index > last,
+            "harness bug: index {index} is not after {last}"
+        );
+    }
+    let (before, before_snapshot) = match t.after.take() {
+        Some((machine, snapshot)) if machine == *m => (machine, snapshot),
+        _ => (m.clone(), m.to_snapshot()),
+    };
+    let outcome = m.apply(cmd, index, at_ms);
+    t.last_index = Some(index);
+    let after =
+        check_step(&before, &before_snapshot, cmd, index, at_ms, &outcome, m, t).map_err(|e| {
+            format!(
+                "{e}\n  applying {cmd:?}\n  at index {index}, at_ms {at_ms}\n  gave {outcome:?}"
+            )
+        })?;
+    t.after = Some(after);
+    Ok(outcome)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_step(
+    before: &LeaseMachine,
+    before_snapshot: &[u8],
+    cmd: &Command,
+    index: u64,
+    at_ms: u64,
+    outcome: &Outcome,
+    after: &LeaseMachine,
+    t: &mut Tracker,
+) -> Result<(LeaseMachine, Vec<u8>), String> {
+    // Fencing tokens: a grant's token is the index of the entry that made
+    // it, and the tokens of one lock's grants strictly increase.
+    for e in &outcome.events {
+        if let Event::Granted(g) = e {
+            ensure!(
+                g.token == index,
+                "a grant of {:?} made at index {index} has token {}",
+                g.name,
+                g.token
+            );
+            if let Some((token, at)) = t.grants.get(&g.name) {
+                ensure!(
+                    *at == index || g.token > *token,
+                    "a grant of {:?} has token {}, not above the earlier {token}",
+                    g.name,
+                    g.token
+                );
+            }
+            t.grants.insert(g.name.clone(), (g.token, index));
+        }
+    }
+    for (name, lock) in after.locks() {
+        for h in &lock.holders {
+            ensure!(
+                h.token <= index,
+                "a holder of {name:?} has token {} from the future",
+                h.token
+            );
+        }
+    }
+
+    let snapshot = after.to_snapshot();
+    check_reply(before, cmd, index, outcome, after)?;
+    check_events(before, outcome, after)?;
+    check_invariants_with(after, &snapshot)?;
+
+    // A snapshot restores an equal machine, which snapshots to equal bytes.
+    let restored = LeaseMachine::from_snapshot(&snapshot)
+        .map_err(|e| format!("the machine's own snapshot does not restore: {e}"))?;
+    ensure!(
+        restored == *after,
+        "the machine restored from its snapshot differs"
+    );
+    ensure!(
+        restored.to_snapshot() == snapshot,
+        "equal machines gave different snapshot bytes"
+    );
+    // A replica restored from the previous snapshot applies the command the
+    // same way: the snapshot holds everything `apply` depends on.
+    let mut replica = LeaseMachine::from_snapshot(before_snapshot)
+        .map_err(|e| format!("the previous snapshot does not restore: {e}"))?;
+    let replayed = replica.apply(cmd, index, at_ms);
+    ensure!(
+        replayed == *outcome,
+        "a replica restored from the snapshot answered {replayed:?}"
+    );
+    ensure!(
+        replica == *after,
+        "a replica restored from the snapshot reached another state"
+    );
+    // A backup of the state restores it at its index.
+    let bytes = backup::encode(after, index, at_ms, "fuzz");
+    let (header, machine) =
+        backup::decode(&bytes).map_err(|e| format!("a fresh backup does not decode: {e}"))?;
+    ensure!(
+        header.last_index == index && machine == *after,
+        "a backup did not round-trip"
+    );
+    Ok((restored, snapshot))
+}
+
+/// The reply agrees with the state before and after.
+fn check_reply(
+    before: &LeaseMachine,
+    cmd: &Command,
+    index: u64,
+    outcome: &Outcome,
+    after: &LeaseMachine,
+) -> Result<(), String> {
+    let reply = match &outcome.reply {
+        Err(_) => {
+            ensure!(before == after, "a refused command changed the state");
+            ensure!(
+                outcome.events.is_empty(),
+                "a refused command produced events"
+            );
+            return Ok(());
+        }
+        Ok(r) => r,
+    };
+    let holder_of = |m: &LeaseMachine, name: &str, session: u64| {
+        m.describe(name)
+            .holders
+            .into_iter()
+            .find(|h| h.session == session)
+    };
+    match reply {
+        Reply::SessionCreated { session, ttl_ms } => {
+            ensure!(*session == index, "session created with id {session}");
+            ensure!(
+                before.session(index).is_none(),
+                "a session was created over an existing one"
+            );
+            ensure!(
+                after.session(index).is_some_and(|s| s.ttl_ms == *ttl_ms),
+                "the created session is not there"
+            );
+        }
+        Reply::SessionClosed { released } => {
+            let Command::CloseSession { session } = cmd else {
+                return Err("SessionClosed answers another command".into());
+            };
+            let held: Vec<String> = before
+                .session(*session)
+                .map(|s| s.held.keys().cloned().collect())
+                .unwrap_or_default();
+            ensure!(
+                *released == held,
+                "closing released {released:?}, the session held {held:?}"
+            );
+            ensure!(
+                after.session(*session).is_none(),
+                "a closed session lives on"
+            );
+        }
+        Reply::SessionsExpired { expired } => {
+            let Command::ExpireSessions { sessions } = cmd else {
+                return Err("SessionsExpired answers another command".into());
+            };
+            let mut want = Vec::new();
+            for s in sessions {
+                if before.session(*s).is_some() && !want.contains(s) {
+                    want.push(*s);
+                }
+            }
+            ensure!(
+                *expired == want,
+                "expired {expired:?}, the live ones named were {want:?}"
+            );
+            for s in sessions {
+                ensure!(after.session(*s).is_none(), "expired session {s} lives on");
+            }
+        }
+        Reply::Acquired(g) => {
+            ensure!(
+                holder_of(after, &g.name, g.session).as_ref() == Some(g),
+                "the grant answered is not held: {g:?}"
+            );
+        }
+        Reply::Queued { position } => {
+            let Command::Acquire { session, name, .. } = cmd else {
+                return Err("Queued answers another command".into());
+            };
+            let at = after
+                .describe(name)
+                .waiters
+                .iter()
+                .position(|w| w.session == *session);
+            ensure!(
+                at == Some(*position),
+                "queued at {position}, the queue has the session at {at:?}"
+            );
+        }
+        Reply::Busy { holders } => {
+            let Command::Acquire { name, .. } = cmd else {
+                return Err("Busy answers another command".into());
+            };
+            ensure!(before == after, "a busy try-lock changed the state");
+            ensure!(
+                *holders == before.describe(name).holders,
+                "busy names holders {holders:?} that are not the lock's"
+            );
+        }
+        Reply::Released { granted } => {
+            let Command::Release { session, name, .. } = cmd else {
+                return Err("Released answers another command".into());
+            };
+            ensure!(
+                holder_of(after, name, *session).is_none(),
+                "a released lock is still held by its session"
+            );
+            for g in granted {
+                ensure!(
+                    outcome.events.contains(&Event::Granted(g.clone())),
+                    "a grant in the reply has no event"
+                );
+            }
+        }
+        Reply::WaitCancelled => {
+            let Command::CancelWait { session, name, .. } = cmd else {
+                return Err("WaitCancelled answers another command".into());
+            };
+            ensure!(
+                after
+                    .session(*session)
+                    .is_some_and(|s| !s.waiting.contains_key(name)),
+                "a cancelled wait is still there"
+            );
+        }
+        Reply::Proclaimed(g) => {
+            let Command::Proclaim { value, .. } = cmd else {
+                return Err("Proclaimed answers another command".into());
+            };
+            ensure!(
+                g.metadata == *value && holder_of(after, &g.name, g.session).as_ref() == Some(g),
+                "the proclaimed grant is not held as answered"
+            );
+        }
+        Reply::ForceReleased { released, granted } => {
+            let Command::ForceRelease { name } = cmd else {
+                return Err("ForceReleased answers another command".into());
+            };
+            ensure!(
+                *released == before.describe(name).holders,
+                "force-release took {released:?}, the holders were {:?}",
+                before.describe(name).holders
+            );
+            for r in released {
+                ensure!(
+                    holder_of(after, name, r.session).is_none(),
+                    "session {} still holds a force-released lock",
+                    r.session
+                );
+            }
+            for g in granted {
+                ensure!(
+                    outcome.events.contains(&Event::Granted(g.clone())),
+                    "a grant in the reply has no event"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Nothing changes silently: every holder, waiter and session that went away
+/// has an event saying so, and every new holder a grant event.
+fn check_events(
+    before: &LeaseMachine,
+    outcome: &Outcome,
+    after: &LeaseMachine,
+) -> Result<(), String> {
+    let events = &outcome.events;
+    for (name, lock) in before.locks() {
+        let now = after.describe(name);
+        for h in &lock.holders {
+            let kept = now
+                .holders
+                .iter()
+                .any(|n| n.session == h.session && n.token == h.token);
+            if !kept {
+                ensure!(
+                    events.contains(&Event::Released {
+                        name: name.to_owned(),
+                        session: h.session,
+                        token: h.token,
+                    }),
+                    "holder {} of {name:?} vanished without a Released event",
+                    h.session
+                );
+            }
+        }
+        for w in &lock.waiters {
+            if now.waiters.iter().any(|n| n.session == w.session) {
+                continue;
+            }
+            let told = events.iter().any(|e| match e {
+                Event::Granted(g) => {
+                    g.name == name && g.session == w.session && g.request_id == w.request_id
+                }
+                Event::WaitEnded {
+                    name: n,
+                    session,
+                    request_id,
+                    ..
+                } => n == name && *session == w.session && *request_id == w.request_id,
+                _ => false,
+            });
+            ensure!(
+                told,
+                "waiter {} of {name:?} vanished without an event",
+                w.session
+            );
+        }
+    }
+    for (name, lock) in after.locks() {
+        let was = before.describe(name);
+        for h in &lock.holders {
+            let old = was
+                .holders
+                .iter()
+                .any(|o| o.session == h.session && o.token == h.token);
+            if !old {
+                ensure!(
+                    events.iter().any(|e| match e {
+                        Event::Granted(g) =>
+                            g.name == name && g.session == h.session && g.token == h.token,
+                        _ => false,
+                    }),
+                    "holder {} of {name:?} appeared without a Granted event",
+                    h.session
+                );
+            }
+        }
+    }
+    for s in before.sessions() {
+        if after.session(s.id).is_none() {
+            ensure!(
+                events
+                    .iter()
+                    .any(|e| matches!(e, Event::SessionEnded { session, .. } if *session == s.id)),
+                "session {} vanished without a SessionEnded event",
+                s.id
+            );
+        }
+    }
+    for e in events {
+        match e {
+            Event::Granted(g) | Event::Proclaimed(g) => {
+                let held = after
+                    .describe(&g.name)
+                    .holders
+                    .into_iter()
+                    .find(|h| h.session == g.session);
+                ensure!(
+                    held.as_ref() == Some(g),
+                    "event {e:?} but the lock is held as {held:?}"
+                );
+            }
+            Event::SessionEnded { session, .. } => {
+                ensure!(
+                    before.session(*session).is_some() && after.session(*session).is_none(),
+                    "event {e:?} for a session that did not end here"
+                );
+            }
+            Event::Released { .. } | Event::WaitEnded { .. } => {}
+        }
+    }
+    Ok(())
+}
