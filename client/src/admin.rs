@@ -1,11 +1,12 @@
 //! Cluster administration: per-node status, membership changes, leadership
-//! transfer.
+//! transfer, backups, and freeing a stuck lock.
 
 use crate::client::Client;
 use crate::error::Error;
-use crate::types::{Member, Status};
+use crate::types::{Grant, Member, Status};
 use raftlock_proto::v1 as pb;
 use raftlock_proto::v1::cluster_client::ClusterClient;
+use raftlock_proto::v1::lock_client::LockClient;
 
 /// Voters and learners after a membership change.
 ///
@@ -207,5 +208,34 @@ impl Client {
             .await
             .map_err(|s| Error::from_status(&s, None, None))?;
         Ok(resp.into_inner().leader_id)
+    }
+
+    /// Frees lock `name` whoever holds it (needs the `admin` right on the
+    /// name). Returns the grants taken away and the waiters granted in their
+    /// place; the new holders' tokens are larger than the old ones, so a
+    /// fenced resource refuses the old holder's late writes.
+    ///
+    /// ```no_run
+    /// # async fn f(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+    /// let (taken, granted) = client.force_release("jobs/stuck").await?;
+    /// println!("took {} grant(s), granted {}", taken.len(), granted.len());
+    /// # Ok(()) }
+    /// ```
+    pub async fn force_release(&self, name: &str) -> Result<(Vec<Grant>, Vec<Grant>), Error> {
+        let resp = self
+            .retry(self.inner.options.deadline, |ch, _| async move {
+                LockClient::new(ch)
+                    .force_release(pb::ForceReleaseRequest {
+                        name: name.to_owned(),
+                    })
+                    .await
+            })
+            .await
+            .map_err(|s| Error::from_status(&s, None, Some(name)))?
+            .into_inner();
+        Ok((
+            resp.released.into_iter().map(Grant::from).collect(),
+            resp.granted.into_iter().map(Grant::from).collect(),
+        ))
     }
 }

@@ -13,7 +13,126 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
-use tonic::transport::{Channel, Endpoint};
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+
+/// A connection to one node, with the bearer token (if any) added to every
+/// call.
+pub(crate) type Transport = InterceptedService<Channel, AddToken>;
+
+/// Adds `authorization: Bearer <token>` to each request.
+#[derive(Clone)]
+pub(crate) struct AddToken(Option<MetadataValue<Ascii>>);
+
+impl tonic::service::Interceptor for AddToken {
+    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(v) = &self.0 {
+            req.metadata_mut().insert("authorization", v.clone());
+        }
+        Ok(req)
+    }
+}
+
+/// TLS settings for talking to a cluster whose client port serves TLS: the
+/// CA that signed the nodes' certificates and, for certificate
+/// authentication, this client's own certificate and key (PEM).
+///
+/// ```no_run
+/// # fn f() -> Result<(), raftlock_client::Error> {
+/// use raftlock_client::{Options, Tls};
+/// let tls = Tls::from_files("certs/ca.pem", Some(("certs/ops.pem", "certs/ops-key.pem")))?;
+/// let opts = Options { tls: Some(tls), ..Default::default() };
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Tls {
+    ca: Vec<u8>,
+    identity: Option<(Vec<u8>, Vec<u8>)>,
+    domain: Option<String>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tls")
+            .field("client_certificate", &self.identity.is_some())
+            .field("domain", &self.domain)
+            .finish()
+    }
+}
+
+impl Tls {
+    /// Trusts the CA in `ca_pem` (PEM text).
+    ///
+    /// ```
+    /// let tls = raftlock_client::Tls::new(b"-----BEGIN CERTIFICATE-----\n...".to_vec());
+    /// ```
+    pub fn new(ca_pem: impl Into<Vec<u8>>) -> Tls {
+        Tls {
+            ca: ca_pem.into(),
+            identity: None,
+            domain: None,
+        }
+    }
+
+    /// Presents a client certificate (PEM certificate and key), for clusters
+    /// that authenticate clients by certificate.
+    ///
+    /// ```
+    /// let tls = raftlock_client::Tls::new(b"ca".to_vec()).with_identity(b"cert".to_vec(), b"key".to_vec());
+    /// ```
+    pub fn with_identity(
+        mut self,
+        cert_pem: impl Into<Vec<u8>>,
+        key_pem: impl Into<Vec<u8>>,
+    ) -> Tls {
+        self.identity = Some((cert_pem.into(), key_pem.into()));
+        self
+    }
+
+    /// Checks the nodes' certificates against this name instead of the
+    /// host in each endpoint.
+    ///
+    /// ```
+    /// let tls = raftlock_client::Tls::new(b"ca".to_vec()).with_domain("raftlock.internal");
+    /// ```
+    pub fn with_domain(mut self, name: impl Into<String>) -> Tls {
+        self.domain = Some(name.into());
+        self
+    }
+
+    /// Reads the CA and, optionally, a (certificate, key) pair from PEM files.
+    ///
+    /// ```no_run
+    /// # fn f() -> Result<(), raftlock_client::Error> {
+    /// let tls = raftlock_client::Tls::from_files("ca.pem", None::<(&str, &str)>)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn from_files<P: AsRef<std::path::Path>>(
+        ca: P,
+        identity: Option<(P, P)>,
+    ) -> Result<Tls, Error> {
+        let read = |p: &std::path::Path| {
+            std::fs::read(p).map_err(|e| Error::Tls(format!("{}: {e}", p.display())))
+        };
+        let mut tls = Tls::new(read(ca.as_ref())?);
+        if let Some((cert, key)) = identity {
+            tls = tls.with_identity(read(cert.as_ref())?, read(key.as_ref())?);
+        }
+        Ok(tls)
+    }
+
+    fn config(&self) -> ClientTlsConfig {
+        let mut c = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(&self.ca));
+        if let Some((cert, key)) = &self.identity {
+            c = c.identity(Identity::from_pem(cert, key));
+        }
+        if let Some(d) = &self.domain {
+            c = c.domain_name(d.clone());
+        }
+        c
+    }
+}
 
 /// Tuning for a [`Client`].
 ///
@@ -22,7 +141,7 @@ use tonic::transport::{Channel, Endpoint};
 /// let opts = raftlock_client::Options { deadline: Duration::from_secs(30), ..Default::default() };
 /// assert!(opts.attempt_timeout < opts.deadline);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Options {
     /// How long one logical call may take, retries included.
     pub deadline: Duration,
@@ -32,6 +151,24 @@ pub struct Options {
     pub initial_backoff: Duration,
     /// Longest retry delay.
     pub max_backoff: Duration,
+    /// TLS to the nodes' client port (`None`: plain HTTP/2).
+    pub tls: Option<Tls>,
+    /// Bearer token sent with every call, for clusters with authentication
+    /// on. Never printed by `Debug`.
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("deadline", &self.deadline)
+            .field("attempt_timeout", &self.attempt_timeout)
+            .field("initial_backoff", &self.initial_backoff)
+            .field("max_backoff", &self.max_backoff)
+            .field("tls", &self.tls)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 impl Default for Options {
@@ -41,6 +178,8 @@ impl Default for Options {
             attempt_timeout: Duration::from_secs(6),
             initial_backoff: Duration::from_millis(25),
             max_backoff: Duration::from_millis(800),
+            tls: None,
+            token: None,
         }
     }
 }
@@ -63,7 +202,8 @@ pub struct Client {
 
 pub(crate) struct Inner {
     endpoints: Mutex<Vec<String>>,
-    channels: Mutex<HashMap<String, Channel>>,
+    channels: Mutex<HashMap<String, Transport>>,
+    token: Option<MetadataValue<Ascii>>,
     leader: Mutex<Option<String>>,
     next: Mutex<usize>,
     pub(crate) options: Options,
@@ -73,8 +213,26 @@ fn normalize(endpoint: &str) -> String {
     endpoint
         .trim()
         .trim_start_matches("http://")
+        .trim_start_matches("https://")
         .trim_end_matches('/')
         .to_owned()
+}
+
+/// The endpoint of `addr` under `options` (https when TLS is on).
+fn endpoint(addr: &str, options: &Options) -> Result<Endpoint, Error> {
+    let scheme = if options.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let e = Endpoint::from_shared(format!("{scheme}://{addr}"))
+        .map_err(|err| Error::BadEndpoint(addr.to_owned(), err.to_string()))?;
+    match &options.tls {
+        Some(tls) => e
+            .tls_config(tls.config())
+            .map_err(|err| Error::Tls(err.to_string())),
+        None => Ok(e),
+    }
 }
 
 /// Whether a failed attempt should be retried elsewhere.
@@ -125,13 +283,20 @@ impl Client {
             return Err(Error::NoEndpoints);
         }
         for e in &endpoints {
-            Endpoint::from_shared(format!("http://{e}"))
-                .map_err(|err| Error::BadEndpoint(e.clone(), err.to_string()))?;
+            endpoint(e, &options)?;
         }
+        let token =
+            match &options.token {
+                Some(t) => Some(format!("Bearer {t}").parse().map_err(|_| {
+                    Error::InvalidArgument("the token must be printable ASCII".into())
+                })?),
+                None => None,
+            };
         let client = Client {
             inner: Arc::new(Inner {
                 endpoints: Mutex::new(endpoints),
                 channels: Mutex::new(HashMap::new()),
+                token,
                 leader: Mutex::new(None),
                 next: Mutex::new(0),
                 options,
@@ -154,7 +319,7 @@ impl Client {
         &self.inner.options
     }
 
-    pub(crate) fn channel(&self, addr: &str) -> Result<Channel, Error> {
+    pub(crate) fn channel(&self, addr: &str) -> Result<Transport, Error> {
         let mut channels = self
             .inner
             .channels
@@ -163,8 +328,7 @@ impl Client {
         if let Some(c) = channels.get(addr) {
             return Ok(c.clone());
         }
-        let channel = Endpoint::from_shared(format!("http://{addr}"))
-            .map_err(|e| Error::BadEndpoint(addr.to_owned(), e.to_string()))?
+        let channel = endpoint(addr, &self.inner.options)?
             .connect_timeout(Duration::from_secs(1))
             .tcp_nodelay(true)
             // Frequent pings find a frozen or vanished node in about three
@@ -173,8 +337,9 @@ impl Client {
             .keep_alive_timeout(Duration::from_secs(2))
             .keep_alive_while_idle(true)
             .connect_lazy();
-        channels.insert(addr.to_owned(), channel.clone());
-        Ok(channel)
+        let transport = InterceptedService::new(channel, AddToken(self.inner.token.clone()));
+        channels.insert(addr.to_owned(), transport.clone());
+        Ok(transport)
     }
 
     /// The node to try next: the cached leader, else the endpoints in turn.
@@ -251,7 +416,7 @@ impl Client {
         mut f: F,
     ) -> Result<T, tonic::Status>
     where
-        F: FnMut(Channel, u32) -> Fut,
+        F: FnMut(Transport, u32) -> Fut,
         Fut: Future<Output = Result<T, tonic::Status>>,
     {
         let give_up = Instant::now() + deadline;

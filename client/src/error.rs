@@ -47,6 +47,16 @@ pub enum Error {
     /// Too many waiters, locks or requests.
     #[error("resource exhausted: {0}")]
     Exhausted(String),
+    /// The cluster does not know who this client is (no token or
+    /// certificate, or an unknown one).
+    #[error("not authenticated: {0}")]
+    Unauthenticated(String),
+    /// This client's identity may not do this.
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    /// The TLS settings are unusable (unreadable or invalid PEM).
+    #[error("tls: {0}")]
+    Tls(String),
     /// Any other answer from the server.
     #[error("server error {code:?}: {message}")]
     Server {
@@ -83,6 +93,8 @@ impl Error {
             Code::InvalidArgument | Code::OutOfRange => Error::InvalidArgument(msg),
             Code::FailedPrecondition | Code::AlreadyExists => Error::Conflict(msg),
             Code::ResourceExhausted => Error::Exhausted(msg),
+            Code::Unauthenticated => Error::Unauthenticated(msg),
+            Code::PermissionDenied => Error::PermissionDenied(msg),
             code => Error::Server { code, message: msg },
         }
     }

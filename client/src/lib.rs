@@ -98,7 +98,7 @@ mod session;
 mod types;
 
 pub use admin::{Backup, Membership};
-pub use client::{Client, Options};
+pub use client::{Client, Options, Tls};
 pub use election::{Candidate, Election, Leadership};
 pub use error::Error;
 pub use lock::{LockBuilder, LockGuard};

@@ -64,6 +64,17 @@ pub struct NodeArgs {
     /// and /ready [default: none, no listener].
     #[arg(long, env = "RAFTLOCK_LISTEN_METRICS")]
     pub listen_metrics: Option<String>,
+    /// Turns authentication on: a TOML file of roles and identities (bearer
+    /// token hashes, client certificate names); see docs/security.md
+    /// [default: off, every caller may do everything].
+    #[arg(long, env = "RAFTLOCK_AUTH_FILE")]
+    pub auth_file: Option<PathBuf>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub tls: crate::tls::TlsArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub limits: crate::limits::LimitArgs,
 }
 
 /// The file form of [`NodeArgs`].
@@ -83,6 +94,11 @@ struct FileConfig {
     log_format: Option<String>,
     log_level: Option<String>,
     listen_metrics: Option<String>,
+    auth_file: Option<PathBuf>,
+    #[serde(default)]
+    tls: crate::tls::TlsArgs,
+    #[serde(default)]
+    limits: crate::limits::LimitArgs,
 }
 
 /// A member named in `--initial-cluster`.
@@ -141,6 +157,12 @@ pub struct NodeConfig {
     pub log_level: Option<String>,
     /// HTTP admin listener, if any.
     pub listen_metrics: Option<String>,
+    /// Auth file (authentication on), if any.
+    pub auth_file: Option<PathBuf>,
+    /// TLS material.
+    pub tls: crate::tls::Tls,
+    /// Limits against exhaustion.
+    pub limits: crate::limits::Limits,
 }
 
 /// A configuration that cannot be used.
@@ -265,6 +287,9 @@ impl NodeArgs {
             log_format,
             log_level: self.log_level.clone().or(file.log_level),
             listen_metrics: self.listen_metrics.clone().or(file.listen_metrics),
+            auth_file: self.auth_file.clone().or(file.auth_file),
+            tls: self.tls.resolve(&file.tls)?,
+            limits: self.limits.resolve(&file.limits)?,
         })
     }
 }

@@ -18,12 +18,15 @@
 #![deny(missing_docs)]
 
 pub mod admin;
+pub mod auth;
 pub mod config;
 pub mod confirm;
 pub mod grpc;
 pub mod lease;
+pub mod limits;
 pub mod network;
 pub mod node;
 pub mod server;
+pub mod tls;
 pub mod transfer;
 pub mod waits;

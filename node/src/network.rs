@@ -31,12 +31,14 @@ pub struct PeerNetwork {
     /// then tell nodes apart; on loopback the kernel would otherwise pick
     /// 127.0.0.1 for every node.
     local_ip: Option<std::net::IpAddr>,
+    /// Mutual TLS with the cluster CA, when the peer port uses it.
+    tls: Option<tonic::transport::ClientTlsConfig>,
 }
 
 impl PeerNetwork {
     /// Peer connections that originate from `listen_peer`'s IP (if it is a
-    /// specific address, not 0.0.0.0 or ::).
-    pub fn from_listen_addr(listen_peer: &str) -> Self {
+    /// specific address, not 0.0.0.0 or ::), over TLS when `tls` is given.
+    pub fn new(listen_peer: &str, tls: Option<tonic::transport::ClientTlsConfig>) -> Self {
         let local_ip = listen_peer
             .parse::<std::net::SocketAddr>()
             .ok()
@@ -44,6 +46,7 @@ impl PeerNetwork {
             .filter(|ip| !ip.is_unspecified());
         PeerNetwork {
             local_ip,
+            tls,
             ..Default::default()
         }
     }
@@ -55,7 +58,12 @@ impl PeerNetwork {
         }
         // Lazy: connecting happens on first use and again after a failure,
         // so a peer that is down now does not block this node's start.
-        let channel = Endpoint::from_shared(format!("http://{addr}"))?
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))?;
+        if let Some(tls) = &self.tls {
+            endpoint = endpoint.tls_config(tls.clone())?;
+        }
+        let channel = endpoint
             .connect_timeout(Duration::from_millis(500))
             .local_address(self.local_ip)
             .tcp_nodelay(true)

@@ -38,6 +38,12 @@ pub enum NodeError {
     /// Raft stopped (shutdown or a fatal storage error).
     #[error("raft stopped: {0}")]
     Stopped(String),
+    /// The caller may not do this.
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    /// A limit was reached.
+    #[error("limit reached: {0}")]
+    ResourceExhausted(String),
 }
 
 /// Shared handle to the node's Raft and state.
@@ -65,6 +71,12 @@ pub struct Node {
     pub stopping: tokio::sync::watch::Receiver<bool>,
     /// The cluster this node's data dir belongs to (empty until it joins).
     pub cluster_id: String,
+    /// The operator's limits.
+    pub limits: crate::limits::Limits,
+    /// What each client connection has open.
+    pub connections: Arc<crate::limits::ConnectionCounts>,
+    /// TLS for calls to peers (mutual, with the cluster CA), if on.
+    pub peer_tls: Option<tonic::transport::ClientTlsConfig>,
 }
 
 /// Wall-clock Unix ms, proposed as data with every command.
@@ -143,6 +155,43 @@ impl Node {
     pub async fn propose_reply(&self, command: Command) -> Result<(u64, Reply), NodeError> {
         let (index, outcome) = self.propose(command).await?;
         Ok((index, outcome.reply?))
+    }
+
+    /// Checks that `caller` may use `session`: sessions belong to the
+    /// identity that created them. Without authentication every session is
+    /// everyone's. A session this node has not seen is looked for again
+    /// after a linearizable round (a new leader may not have applied it
+    /// yet); one still missing then is refused outright.
+    pub async fn check_session_owner(
+        &self,
+        session: u64,
+        caller: &crate::auth::Caller,
+    ) -> Result<(), NodeError> {
+        if !caller.checks_ownership() {
+            return Ok(());
+        }
+        let owner = |node: &Node| {
+            let state = node.state.read();
+            state.machine.session(session).map(|s| s.owner.clone())
+        };
+        let found = match owner(self) {
+            Some(o) => Some(o),
+            None => {
+                self.linearizable().await?;
+                owner(self)
+            }
+        };
+        match found {
+            Some(o) if o == caller.name() => Ok(()),
+            Some(_) => Err(NodeError::PermissionDenied(format!(
+                "session {session} belongs to another identity than {:?}",
+                caller.name()
+            ))),
+            // Refused here rather than passed to the state machine: an id
+            // above everything applied could be created by someone else
+            // before this command commits.
+            None => Err(LeaseError::SessionNotFound(session).into()),
+        }
     }
 
     /// Waits until a read of the local state is linearizable: leadership

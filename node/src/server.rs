@@ -2,11 +2,13 @@
 //! bootstrap on a first start, serve peers and clients, and on shutdown
 //! hand leadership over before stopping.
 
+use crate::auth::{Authenticate, Authenticator};
 use crate::config::{cluster_id, NodeConfig};
 use crate::confirm::Confirmer;
 use crate::grpc::{cluster::ClusterService, election::ElectionService, lock::LockService};
 use crate::grpc::{raft::PeerService, session::SessionService};
 use crate::lease::LeaseDriver;
+use crate::limits::ConnectionLimitLayer;
 use crate::network::PeerNetwork;
 use crate::node::Node;
 use crate::waits::Waits;
@@ -23,6 +25,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_stream::wrappers::TcpListenerStream;
+use tonic::service::interceptor::InterceptedService;
 use tracing::{info, warn};
 
 /// Why a node could not start or stopped badly.
@@ -48,6 +51,12 @@ pub enum StartError {
     /// A server failed.
     #[error("server: {0}")]
     Serve(String),
+    /// The auth file is unusable.
+    #[error("{0}")]
+    Auth(String),
+    /// The TLS material is unusable.
+    #[error("tls: {0}")]
+    Tls(String),
 }
 
 /// A started node.
@@ -65,6 +74,10 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     let data = DataDir::open(&config.data_dir, config.id, cluster.as_deref())?;
     let (log, sm) = open_storage(&data).map_err(|e| StartError::Storage(e.to_string()))?;
     let shared = sm.shared();
+    let auth = Arc::new(match &config.auth_file {
+        Some(path) => Authenticator::load(path).map_err(|e| StartError::Auth(e.to_string()))?,
+        None => Authenticator::disabled(),
+    });
 
     let raft_config = openraft::Config {
         cluster_name: "raftlock".into(),
@@ -84,7 +97,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     let raft = Raft::new(
         config.id,
         Arc::new(raft_config),
-        PeerNetwork::from_listen_addr(&config.listen_peer),
+        PeerNetwork::new(&config.listen_peer, config.tls.peer_client()),
         log,
         sm,
     )
@@ -115,6 +128,9 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         transferring,
         stopping: stopped.clone(),
         cluster_id: data.identity().cluster_id.clone().unwrap_or_default(),
+        limits: config.limits.clone(),
+        connections: Default::default(),
+        peer_tls: config.tls.peer_client(),
     });
     let waits = Arc::new(Waits::default());
     tokio::spawn(waits.clone().dispatch(shared.clone()));
@@ -126,8 +142,23 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     let shutdown = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let peer_server = tonic::transport::Server::builder()
-        .tcp_nodelay(true)
+    // HTTP/2 pings find connections whose peer vanished without a FIN (a
+    // crashed host, a dropped NAT entry) so their streams and slots are freed.
+    let keepalive = |b: tonic::transport::Server| {
+        b.http2_keepalive_interval(Some(Duration::from_secs(30)))
+            .http2_keepalive_timeout(Some(Duration::from_secs(20)))
+    };
+    let mut peer_builder = keepalive(tonic::transport::Server::builder().tcp_nodelay(true));
+    if let Some(tls) = config.tls.peer_server() {
+        peer_builder = peer_builder
+            .tls_config(tls)
+            .map_err(|e| StartError::Tls(format!("peer port: {e}")))?;
+    }
+    // Peers are trusted as a whole (their Raft messages could do anything):
+    // the peer port is protected by mutual TLS with the cluster CA, or by
+    // the network. Cluster calls arriving there act with full rights.
+    let peer_caller = Authenticate(Arc::new(Authenticator::disabled()));
+    let peer_server = peer_builder
         .add_service(
             RaftServer::new(PeerService::new(raft.clone()))
                 .max_decoding_message_size(64 << 20)
@@ -135,7 +166,10 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         )
         // Also on the peer port, so a leader handing over can ask its
         // successor to campaign at an address it is sure to reach.
-        .add_service(ClusterServer::new(ClusterService::new(node.clone())))
+        .add_service(InterceptedService::new(
+            ClusterServer::new(ClusterService::new(node.clone())),
+            peer_caller,
+        ))
         .serve_with_incoming_shutdown(
             TcpListenerStream::new(peer_listener),
             shutdown(stopped.clone()),
@@ -160,25 +194,50 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     let reflection_v1alpha = reflection()
         .build_v1alpha()
         .map_err(|e| StartError::Serve(format!("reflection: {e}")))?;
-    let client_server = tonic::transport::Server::builder()
+    let limits = &config.limits;
+    let mut client_builder = keepalive(tonic::transport::Server::builder())
         .tcp_nodelay(true)
+        .http2_max_header_list_size(limits.max_metadata_bytes)
+        // The protocol's own bound sits above ours, so the per-connection
+        // limit answers first, with a status that says what happened.
+        .max_concurrent_streams(
+            (limits.max_concurrent_requests_per_connection as u32).saturating_add(64),
+        );
+    if let Some(tls) = config.tls.client_server() {
+        client_builder = client_builder
+            .tls_config(tls)
+            .map_err(|e| StartError::Tls(format!("client port: {e}")))?;
+    }
+    let authenticate = Authenticate(auth.clone());
+    let max = limits.max_request_bytes;
+    let client_server = client_builder
         .layer(crate::admin::GrpcMetricsLayer)
+        .layer(ConnectionLimitLayer {
+            counts: node.connections.clone(),
+            limit: limits.max_concurrent_requests_per_connection,
+        })
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(SessionServer::new(SessionService::new(
-            node.clone(),
-            leases.clone(),
-        )))
-        .add_service(LockServer::new(LockService::new(
-            node.clone(),
-            waits.clone(),
-        )))
-        .add_service(ElectionServer::new(ElectionService::new(
-            node.clone(),
-            waits.clone(),
-        )))
-        .add_service(ClusterServer::new(ClusterService::new(node.clone())))
+        .add_service(InterceptedService::new(
+            SessionServer::new(SessionService::new(node.clone(), leases.clone()))
+                .max_decoding_message_size(max),
+            authenticate.clone(),
+        ))
+        .add_service(InterceptedService::new(
+            LockServer::new(LockService::new(node.clone(), waits.clone()))
+                .max_decoding_message_size(max),
+            authenticate.clone(),
+        ))
+        .add_service(InterceptedService::new(
+            ElectionServer::new(ElectionService::new(node.clone(), waits.clone()))
+                .max_decoding_message_size(max),
+            authenticate.clone(),
+        ))
+        .add_service(InterceptedService::new(
+            ClusterServer::new(ClusterService::new(node.clone())).max_decoding_message_size(max),
+            authenticate,
+        ))
         .serve_with_incoming_shutdown(TcpListenerStream::new(client_listener), shutdown(stopped));
     let servers = vec![tokio::spawn(peer_server), tokio::spawn(client_server)];
     let handle = crate::admin::recorder();
@@ -198,6 +257,9 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         client = %config.listen_client,
         peer = %config.listen_peer,
         metrics = config.listen_metrics.as_deref().unwrap_or("off"),
+        client_tls = config.tls.client_enabled(),
+        peer_tls = config.tls.peer_client().is_some(),
+        auth = auth.enabled(),
         data_dir = %config.data_dir.display(),
         "raftlockd serving"
     );

@@ -61,7 +61,7 @@ pub async fn transfer_leadership(node: &Node, to: u64) -> Result<u64, NodeError>
     node.raft.runtime_config().heartbeat(false);
     let result = async {
         tokio::time::sleep(node.leader_lease + Duration::from_millis(50)).await;
-        ask_to_campaign(target, &addr).await?;
+        ask_to_campaign(target, &addr, node.peer_tls.clone()).await?;
         wait_for_leader(node, |l| l != node.id, Duration::from_secs(5)).await
     }
     .await;

@@ -60,12 +60,68 @@ pub struct Cluster {
     dir: tempfile::TempDir,
     /// Extra `raftlockd` flags for every node started from now on.
     pub extra_args: Vec<String>,
+    /// How the fixture's own clients reach the nodes (TLS, token).
+    pub access: Access,
     // One cluster at a time per test binary: two clusters sharing two cores
     // would turn timing assertions into tests of the scheduler.
     _serial: std::sync::MutexGuard<'static, ()>,
 }
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// How to reach a cluster that serves TLS or wants a token.
+#[derive(Clone, Default)]
+pub struct Access {
+    /// PEM CA of the nodes' client-port certificates (TLS on when set).
+    pub ca_pem: Option<Vec<u8>>,
+    /// Bearer token.
+    pub token: Option<String>,
+}
+
+impl Access {
+    /// A raw gRPC channel to `addr` with this access (token not included:
+    /// see [`Access::request`]).
+    pub async fn channel(&self, addr: &str) -> Result<tonic::transport::Channel, String> {
+        let scheme = if self.ca_pem.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let mut e = tonic::transport::Endpoint::from_shared(format!("{scheme}://{addr}"))
+            .map_err(|e| e.to_string())?
+            .connect_timeout(Duration::from_secs(1));
+        if let Some(ca) = &self.ca_pem {
+            e = e
+                .tls_config(
+                    tonic::transport::ClientTlsConfig::new()
+                        .ca_certificate(tonic::transport::Certificate::from_pem(ca)),
+                )
+                .map_err(|e| e.to_string())?;
+        }
+        e.connect().await.map_err(|e| format!("{e:?}"))
+    }
+
+    /// A request carrying this access's token, if any.
+    pub fn request<T>(&self, msg: T) -> tonic::Request<T> {
+        let mut r = tonic::Request::new(msg);
+        if let Some(t) = &self.token {
+            r.metadata_mut().insert(
+                "authorization",
+                format!("Bearer {t}").parse().expect("ascii token"),
+            );
+        }
+        r
+    }
+
+    /// Client options with this access.
+    pub fn options(&self) -> raftlock_client::Options {
+        raftlock_client::Options {
+            tls: self.ca_pem.clone().map(raftlock_client::Tls::new),
+            token: self.token.clone(),
+            ..Default::default()
+        }
+    }
+}
 
 impl Cluster {
     /// Starts `n` nodes and waits for a leader.
@@ -75,16 +131,28 @@ impl Cluster {
 
     /// Starts `n` nodes with extra `raftlockd` flags and waits for a leader.
     pub async fn start_with(n: u64, args: &[&str]) -> Cluster {
-        Self::start_inner(n, args, None).await
+        Self::start_inner(n, args, None, Access::default()).await
+    }
+
+    /// Starts `n` nodes with extra flags that turn on TLS or
+    /// authentication, reaching them (to find the leader, and from
+    /// [`Cluster::client`]) with `access`.
+    pub async fn start_secure(n: u64, args: &[&str], access: Access) -> Cluster {
+        Self::start_inner(n, args, None, access).await
     }
 
     /// Starts a new cluster of `n` nodes seeded from a backup file with
     /// `raftlockd restore`.
     pub async fn start_restored(n: u64, backup: &std::path::Path) -> Cluster {
-        Self::start_inner(n, &[], Some(backup)).await
+        Self::start_inner(n, &[], Some(backup), Access::default()).await
     }
 
-    async fn start_inner(n: u64, args: &[&str], backup: Option<&std::path::Path>) -> Cluster {
+    async fn start_inner(
+        n: u64,
+        args: &[&str],
+        backup: Option<&std::path::Path>,
+        access: Access,
+    ) -> Cluster {
         // RAFTLOCK_TEST_CLIENT_LOG=raftlock_client=debug shows what the
         // client library does during a test.
         if let Ok(filter) = std::env::var("RAFTLOCK_TEST_CLIENT_LOG") {
@@ -121,6 +189,7 @@ impl Cluster {
             initial,
             dir,
             extra_args: args.iter().map(|a| (*a).to_owned()).collect(),
+            access,
             _serial: serial,
         };
         if let Some(file) = backup {
@@ -280,7 +349,7 @@ impl Cluster {
 
     /// A client that knows every node.
     pub async fn client(&self) -> Client {
-        Client::connect(self.endpoints())
+        Client::connect_with(self.endpoints(), self.access.options())
             .await
             .expect("client connects")
     }
@@ -291,11 +360,11 @@ impl Cluster {
             if n.child.is_none() {
                 continue;
             }
-            let Ok(mut c) = ClusterClient::connect(format!("http://{}", n.client_addr)).await
-            else {
+            let Ok(channel) = self.access.channel(&n.client_addr).await else {
                 continue;
             };
-            let mut req = tonic::Request::new(StatusRequest::default());
+            let mut c = ClusterClient::new(channel);
+            let mut req = self.access.request(StatusRequest::default());
             req.set_timeout(Duration::from_millis(500));
             if let Ok(s) = c.status(req).await {
                 let s = s.into_inner();

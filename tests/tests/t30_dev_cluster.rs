@@ -6,10 +6,12 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[tokio::test]
-async fn dev_prints_usable_endpoints_and_stops_cleanly() {
+/// Starts `raftlockd dev ARGS` and returns it with what it printed up to
+/// its "Ctrl-C" line.
+async fn start_dev(args: &[&str]) -> (std::process::Child, Vec<String>) {
     let mut dev = Command::new(binary("raftlockd"))
-        .args(["dev", "--nodes", "3"])
+        .arg("dev")
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -31,6 +33,79 @@ async fn dev_prints_usable_endpoints_and_stops_cleanly() {
         .await
         .expect("dev printed its endpoints in time")
         .unwrap();
+    (dev, lines)
+}
+
+/// SIGTERM to dev (only the PID this test started); waits for a clean exit.
+fn stop_dev(mut dev: std::process::Child) {
+    unsafe {
+        libc::kill(dev.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = dev.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = dev.kill();
+            panic!("raftlockd dev did not stop on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "dev exited with {status}");
+}
+
+fn printed<'a>(lines: &'a [String], var: &str) -> &'a str {
+    lines
+        .iter()
+        .find_map(|l| l.strip_prefix(&format!("{var}=")))
+        .unwrap_or_else(|| panic!("no {var} line in {lines:?}"))
+}
+
+#[tokio::test]
+async fn dev_tls_auth_runs_a_secured_cluster() {
+    let (dev, lines) = start_dev(&["--tls", "--auth"]).await;
+    let endpoints: Vec<String> = printed(&lines, "RAFTLOCK_ENDPOINTS")
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    let ca = std::fs::read(printed(&lines, "RAFTLOCK_CACERT")).expect("the CA file exists");
+    let token = printed(&lines, "RAFTLOCK_AUTH_TOKEN").to_owned();
+    let opts = |tls: bool, token: Option<&str>| raftlock_client::Options {
+        deadline: Duration::from_secs(3),
+        tls: tls.then(|| raftlock_client::Tls::new(ca.clone())),
+        token: token.map(str::to_owned),
+        ..Default::default()
+    };
+    let client = raftlock_client::Client::connect_with(&endpoints, opts(true, Some(&token)))
+        .await
+        .unwrap();
+    let session = client.session(Duration::from_secs(5)).await.unwrap();
+    let guard = session
+        .lock("dev/tls")
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    guard.release().await.unwrap();
+    session.close().await.unwrap();
+    match raftlock_client::Client::connect_with(&endpoints, opts(true, None)).await {
+        Err(raftlock_client::Error::Unauthenticated(_)) => {}
+        Err(e) => panic!("expected UNAUTHENTICATED, got {e}"),
+        Ok(_) => panic!("a client without a token was let in"),
+    }
+    assert!(
+        raftlock_client::Client::connect_with(&endpoints, opts(false, Some(&token)))
+            .await
+            .is_err(),
+        "plain HTTP/2 to a TLS port must fail"
+    );
+    stop_dev(dev);
+}
+
+#[tokio::test]
+async fn dev_prints_usable_endpoints_and_stops_cleanly() {
+    let (dev, lines) = start_dev(&["--nodes", "3"]).await;
     let endpoints = lines
         .iter()
         .find_map(|l| l.strip_prefix("RAFTLOCK_ENDPOINTS="))
@@ -57,21 +132,7 @@ async fn dev_prints_usable_endpoints_and_stops_cleanly() {
     guard.release().await.unwrap();
     session.close().await.unwrap();
 
-    unsafe {
-        libc::kill(dev.id() as libc::pid_t, libc::SIGTERM);
-    }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(s) = dev.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = dev.kill();
-            panic!("raftlockd dev did not stop on SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success(), "dev exited with {status}");
+    stop_dev(dev);
     assert!(
         !data_dir.exists(),
         "temporary data dir {} left behind",

@@ -139,7 +139,7 @@ async fn locks(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
     for w in 0..a.clients {
         // One client per worker: its own HTTP/2 connection, as separate
         // service instances would have.
-        let client = Client::connect(&cli.endpoints).await?;
+        let client = Client::connect_with(&cli.endpoints, super::options(cli)?).await?;
         let session = client.session(a.ttl).await?;
         let (start, workload, hold, duration) = (start.clone(), a.workload, a.hold, a.duration);
         workers.push(tokio::spawn(async move {
@@ -211,7 +211,7 @@ async fn keepalive(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult>
     let clients: Vec<Client> = {
         let mut v = Vec::new();
         for _ in 0..a.clients.max(1) {
-            v.push(Client::connect(&cli.endpoints).await?);
+            v.push(Client::connect_with(&cli.endpoints, super::options(cli)?).await?);
         }
         v
     };

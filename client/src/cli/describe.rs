@@ -36,3 +36,34 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     }
     Ok(0)
 }
+
+/// `raftlock force-release NAME`
+#[derive(clap::Args)]
+pub struct ForceArgs {
+    /// Lock name.
+    name: String,
+}
+
+pub async fn force_release(cli: &Cli, a: &ForceArgs) -> anyhow::Result<i32> {
+    let (taken, granted) = connect(cli).await?.force_release(&a.name).await?;
+    if cli.output == Output::Json {
+        print_json(&serde_json::json!({ "released": taken, "granted": granted }))?;
+        return Ok(0);
+    }
+    if taken.is_empty() {
+        println!("{}: nobody held it", a.name);
+    }
+    for g in &taken {
+        println!(
+            "{}: taken from session {} (token {})",
+            a.name, g.session_id, g.token
+        );
+    }
+    for g in &granted {
+        println!(
+            "{}: granted to waiting session {} (token {})",
+            a.name, g.session_id, g.token
+        );
+    }
+    Ok(0)
+}

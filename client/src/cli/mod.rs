@@ -49,6 +49,26 @@ pub struct Cli {
     /// Output format of read commands.
     #[arg(long, value_enum, default_value_t = Output::Text, global = true)]
     pub output: Output,
+    /// PEM CA of the nodes' certificates: talk TLS to the client port.
+    #[arg(long, env = "RAFTLOCK_CACERT", global = true)]
+    pub cacert: Option<std::path::PathBuf>,
+    /// PEM client certificate, for clusters that authenticate by certificate.
+    #[arg(long, env = "RAFTLOCK_CERT", global = true, requires_all = ["cacert", "key"])]
+    pub cert: Option<std::path::PathBuf>,
+    /// PEM key of --cert.
+    #[arg(long, env = "RAFTLOCK_KEY", global = true, requires = "cert")]
+    pub key: Option<std::path::PathBuf>,
+    /// Bearer token, for clusters with authentication on (prefer the
+    /// RAFTLOCK_AUTH_TOKEN variable: flags show up in `ps`). Not to be
+    /// confused with RAFTLOCK_TOKEN, the fencing token `lock` hands its
+    /// command.
+    #[arg(
+        long = "auth-token",
+        env = "RAFTLOCK_AUTH_TOKEN",
+        global = true,
+        hide_env_values = true
+    )]
+    pub auth_token: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -86,6 +106,9 @@ pub enum Command {
     /// List or change the cluster's members.
     #[command(subcommand)]
     Members(members::Args),
+    /// Free a lock whoever holds it (admin); its waiters are granted with
+    /// larger tokens.
+    ForceRelease(describe::ForceArgs),
     /// Hand leadership of the Raft cluster to another voter.
     TransferLeader(members::TransferArgs),
     /// Back up the cluster's state (`snapshot save FILE`).
@@ -106,13 +129,31 @@ pub const EXIT_NOT_ACQUIRED: i32 = 75;
 /// `lock`/`elect`: the lock or leadership was lost while the command ran.
 pub const EXIT_LOST: i32 = 76;
 
-pub async fn connect(cli: &Cli) -> anyhow::Result<Client> {
-    Client::connect(&cli.endpoints).await.map_err(|e| {
-        anyhow::anyhow!(
-            "cannot reach the cluster at {}: {e}",
-            cli.endpoints.join(",")
-        )
+/// The client options the global flags ask for.
+pub fn options(cli: &Cli) -> anyhow::Result<raftlock_client::Options> {
+    let tls = match &cli.cacert {
+        Some(ca) => Some(raftlock_client::Tls::from_files(
+            ca,
+            cli.cert.as_ref().zip(cli.key.as_ref()),
+        )?),
+        None => None,
+    };
+    Ok(raftlock_client::Options {
+        tls,
+        token: cli.auth_token.clone(),
+        ..Default::default()
     })
+}
+
+pub async fn connect(cli: &Cli) -> anyhow::Result<Client> {
+    Client::connect_with(&cli.endpoints, options(cli)?)
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot reach the cluster at {}: {e}",
+                cli.endpoints.join(",")
+            )
+        })
 }
 
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
@@ -133,6 +174,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Observe(a) => elect::observe(&cli, a).await,
         Command::Members(a) => members::run(&cli, a).await,
         Command::TransferLeader(a) => members::transfer(&cli, a).await,
+        Command::ForceRelease(a) => describe::force_release(&cli, a).await,
         Command::Snapshot(a) => snapshot::run(&cli, a).await,
         Command::Bench(a) => bench::run(&cli, a).await,
         Command::Completions { shell } => {
@@ -145,5 +187,35 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             );
             Ok(0)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap checks a command's definition only when it parses a line that
+    /// reaches the broken part; a global flag whose field shares a name with a
+    /// subcommand's argument once made `raftlock validate` panic. This walks
+    /// every subcommand's definition.
+    #[test]
+    fn every_subcommand_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn validate_parses_its_numeric_token_beside_the_global_auth_token() {
+        use clap::Parser;
+        let cli = super::Cli::try_parse_from([
+            "raftlock",
+            "--auth-token",
+            "secret",
+            "validate",
+            "a/b",
+            "42",
+        ])
+        .expect("parses");
+        assert_eq!(cli.auth_token.as_deref(), Some("secret"));
+        assert!(matches!(cli.command, super::Command::Validate(_)));
     }
 }

@@ -1,6 +1,7 @@
 //! The Cluster service: status and membership.
 
 use super::convert::status;
+use crate::auth::caller;
 use crate::node::{Node, NodeError};
 use openraft::ServerState;
 use raftlock_proto::v1::cluster_client::ClusterClient;
@@ -120,6 +121,7 @@ impl ClusterApi for ClusterService {
         &self,
         req: Request<AddLearnerRequest>,
     ) -> Result<Response<MembershipResponse>, Status> {
+        caller(&req)?.check_cluster_admin("add a learner")?;
         let r = req.into_inner();
         if r.node_id == 0 || r.peer_addr.is_empty() || r.client_addr.is_empty() {
             return Err(Status::invalid_argument(
@@ -179,6 +181,7 @@ impl ClusterApi for ClusterService {
         &self,
         req: Request<ChangeMembershipRequest>,
     ) -> Result<Response<MembershipResponse>, Status> {
+        caller(&req)?.check_cluster_admin("change the membership")?;
         let r = req.into_inner();
         let voters: BTreeSet<u64> = r.voters.into_iter().collect();
         let drop: BTreeSet<u64> = r.remove_learners.into_iter().collect();
@@ -220,8 +223,9 @@ impl ClusterApi for ClusterService {
 
     async fn backup(
         &self,
-        _req: Request<BackupRequest>,
+        req: Request<BackupRequest>,
     ) -> Result<Response<Self::BackupStream>, Status> {
+        caller(&req)?.check_cluster_admin("take a backup")?;
         let span = tracing::info_span!("cluster.backup", node = self.node.id);
         let (bytes, last_index) = async {
             // Everything acknowledged before this call is in the copy.
@@ -256,6 +260,7 @@ impl ClusterApi for ClusterService {
         &self,
         req: Request<TransferLeaderRequest>,
     ) -> Result<Response<TransferLeaderResponse>, Status> {
+        caller(&req)?.check_cluster_admin("transfer leadership")?;
         let to = req.into_inner().to_node_id;
         let leader = crate::transfer::transfer_leadership(&self.node, to)
             .await
@@ -264,12 +269,23 @@ impl ClusterApi for ClusterService {
     }
 }
 
-/// Asks node `to` (at its peer address `addr`) to campaign now.
-pub async fn ask_to_campaign(to: u64, addr: &str) -> Result<(), NodeError> {
-    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+/// Asks node `to` (at its peer address `addr`) to campaign now, over the
+/// peer port (with the cluster's mutual TLS when it is on).
+pub async fn ask_to_campaign(
+    to: u64,
+    addr: &str,
+    tls: Option<tonic::transport::ClientTlsConfig>,
+) -> Result<(), NodeError> {
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let mut endpoint = tonic::transport::Endpoint::from_shared(format!("{scheme}://{addr}"))
         .map_err(|e| NodeError::InvalidArgument(format!("bad address {addr:?}: {e}")))?
         .connect_timeout(Duration::from_secs(1))
         .timeout(Duration::from_secs(5));
+    if let Some(tls) = tls {
+        endpoint = endpoint
+            .tls_config(tls)
+            .map_err(|e| NodeError::InvalidArgument(format!("peer TLS: {e}")))?;
+    }
     let channel = endpoint
         .connect()
         .await

@@ -4,7 +4,7 @@
 use crate::node::NodeError;
 use raftlock_proto::v1 as pb;
 use raftlock_proto::{limits, LEADER_METADATA_KEY};
-use raftlock_store::machine::{Grant, LeaseError, Mode, RequestId, Waiter};
+use raftlock_store::machine::{validate, Grant, LeaseError, Mode, RequestId, Waiter};
 use tonic::{Code, Status};
 
 /// A grant as the API shows it.
@@ -68,19 +68,25 @@ pub fn session_id(id: u64) -> Result<u64, Status> {
     Ok(id)
 }
 
-/// Checks a lock name early, with the same rule the state machine applies.
+/// Checks a lock name at the edge with the state machine's own rule, so a bad
+/// name is refused without costing a log entry.
 pub fn lock_name(name: &str) -> Result<(), Status> {
-    if name.is_empty() {
-        return Err(Status::invalid_argument("lock name must not be empty"));
-    }
-    if name.len() > limits::MAX_NAME_LEN {
-        return Err(Status::invalid_argument(format!(
-            "lock name is {} bytes, longer than the limit of {}",
-            name.len(),
-            limits::MAX_NAME_LEN
-        )));
-    }
-    Ok(())
+    validate::name(name).map_err(lease_status)
+}
+
+/// Checks holder metadata or an election value (`what` names it) at the edge.
+pub fn metadata(what: &str, bytes: &[u8]) -> Result<(), Status> {
+    validate::metadata(what, bytes).map_err(lease_status)
+}
+
+/// Checks a session's client name at the edge.
+pub fn client_name(name: &str) -> Result<(), Status> {
+    validate::client_name(name).map_err(lease_status)
+}
+
+/// A state-machine refusal as a status.
+pub fn lease_status(e: LeaseError) -> Status {
+    Status::new(lease_code(&e), e.to_string())
 }
 
 /// The gRPC code for a state-machine refusal.
@@ -116,10 +122,12 @@ pub fn status(e: NodeError) -> Status {
             }
             s
         }
-        NodeError::Lease(l) => Status::new(lease_code(l), l.to_string()),
+        NodeError::Lease(l) => lease_status(l.clone()),
         NodeError::Unavailable(_) => Status::unavailable(e.to_string()),
         NodeError::WaitTimedOut(_) => Status::deadline_exceeded(e.to_string()),
         NodeError::InvalidArgument(_) => Status::invalid_argument(e.to_string()),
         NodeError::Stopped(_) => Status::unavailable(e.to_string()),
+        NodeError::PermissionDenied(m) => Status::permission_denied(m.clone()),
+        NodeError::ResourceExhausted(m) => Status::resource_exhausted(m.clone()),
     }
 }

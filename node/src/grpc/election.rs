@@ -6,10 +6,10 @@
 use super::convert::{self, grant, status};
 use super::lock::{acquire, AcquireArgs, Acquired};
 use super::session::async_stream_from;
+use crate::auth::{caller, Access};
 use crate::node::Node;
 use crate::waits::Waits;
 use futures::Stream;
-use raftlock_proto::limits;
 use raftlock_proto::v1::election_server::Election as ElectionApi;
 use raftlock_proto::v1::*;
 use raftlock_store::machine::{Command, Grant, Mode};
@@ -51,19 +51,30 @@ impl ElectionApi for ElectionService {
         &self,
         req: Request<CampaignRequest>,
     ) -> Result<Response<CampaignResponse>, Status> {
+        let caller = caller(&req)?;
         let r = req.into_inner();
-        let span = tracing::info_span!("election.campaign", node = self.node.id, lock = %r.name, session = r.session_id, token = tracing::field::Empty);
+        let span = tracing::info_span!("election.campaign", node = self.node.id, lock = %r.name, session = r.session_id, identity = caller.name(), token = tracing::field::Empty);
         async {
             convert::lock_name(&r.name)?;
+            convert::session_id(r.session_id)?;
+            // Checked here so the message says "value", the name campaigners
+            // know it by; the machine stores it as the holder's metadata.
+            convert::metadata("value", &r.value)?;
+            caller.check(Access::Lock, &r.name)?;
+            if let Some(w) = r.wait_timeout_ms {
+                self.node.limits.check_wait(w)?;
+            }
+            self.node
+                .check_session_owner(r.session_id, &caller)
+                .await
+                .map_err(status)?;
             let args = AcquireArgs {
                 session: convert::session_id(r.session_id)?,
                 request_id: convert::request_id(&r.request_id)?,
                 mode: Mode::Exclusive,
                 permits: None,
                 wait: Some(Duration::from_millis(
-                    r.wait_timeout_ms
-                        .unwrap_or(limits::MAX_WAIT_MS)
-                        .min(limits::MAX_WAIT_MS),
+                    r.wait_timeout_ms.unwrap_or(self.node.limits.max_wait_ms),
                 )),
                 metadata: r.value,
                 name: r.name,
@@ -89,10 +100,18 @@ impl ElectionApi for ElectionService {
         &self,
         req: Request<ProclaimRequest>,
     ) -> Result<Response<ProclaimResponse>, Status> {
+        let caller = caller(&req)?;
         let r = req.into_inner();
-        let span = tracing::info_span!("election.proclaim", node = self.node.id, lock = %r.name, session = r.session_id, token = r.token);
+        let span = tracing::info_span!("election.proclaim", node = self.node.id, lock = %r.name, session = r.session_id, identity = caller.name(), token = r.token);
         async {
             convert::lock_name(&r.name)?;
+            convert::session_id(r.session_id)?;
+            convert::metadata("value", &r.value)?;
+            caller.check(Access::Lock, &r.name)?;
+            self.node
+                .check_session_owner(r.session_id, &caller)
+                .await
+                .map_err(status)?;
             let cmd = Command::Proclaim {
                 session: convert::session_id(r.session_id)?,
                 name: r.name.clone(),
@@ -110,10 +129,16 @@ impl ElectionApi for ElectionService {
         &self,
         req: Request<ResignRequest>,
     ) -> Result<Response<ResignResponse>, Status> {
+        let caller = caller(&req)?;
         let r = req.into_inner();
-        let span = tracing::info_span!("election.resign", node = self.node.id, lock = %r.name, session = r.session_id, token = r.token);
+        let span = tracing::info_span!("election.resign", node = self.node.id, lock = %r.name, session = r.session_id, identity = caller.name(), token = r.token);
         async {
             convert::lock_name(&r.name)?;
+            caller.check(Access::Lock, &r.name)?;
+            self.node
+                .check_session_owner(r.session_id, &caller)
+                .await
+                .map_err(status)?;
             let cmd = Command::Release {
                 session: convert::session_id(r.session_id)?,
                 name: r.name.clone(),
@@ -130,10 +155,12 @@ impl ElectionApi for ElectionService {
         &self,
         req: Request<LeaderRequest>,
     ) -> Result<Response<LeaderResponse>, Status> {
+        let caller = caller(&req)?;
         let r = req.into_inner();
         let span = tracing::debug_span!("election.leader", node = self.node.id, lock = %r.name);
         async {
             convert::lock_name(&r.name)?;
+            caller.check(Access::Read, &r.name)?;
             self.node.linearizable().await.map_err(status)?;
             Ok(Response::new(LeaderResponse {
                 leader: leader_of(&self.node, &r.name).as_ref().map(grant),
@@ -149,8 +176,18 @@ impl ElectionApi for ElectionService {
         &self,
         req: Request<LeaderRequest>,
     ) -> Result<Response<Self::ObserveStream>, Status> {
+        let caller = caller(&req)?;
+        let slot = match crate::limits::remote_addr(req.extensions()) {
+            Some(addr) => Some(
+                self.node
+                    .connections
+                    .stream(addr, self.node.limits.max_keepalive_streams_per_connection)?,
+            ),
+            None => None,
+        };
         let name = req.into_inner().name;
         convert::lock_name(&name)?;
+        caller.check(Access::Read, &name)?;
         self.node
             .linearizable()
             .instrument(tracing::debug_span!("election.observe", node = self.node.id, lock = %name))
@@ -161,6 +198,7 @@ impl ElectionApi for ElectionService {
         let mut metrics = node.raft.metrics();
         let mut stopping = node.stopping.clone();
         let stream = async_stream_from(move |tx| async move {
+            let _slot = slot;
             let mut last: Option<Option<Grant>> = None;
             loop {
                 let current = leader_of(&node, &name);

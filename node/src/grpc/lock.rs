@@ -3,6 +3,7 @@
 //! it in the same entry, with no polling by the client.
 
 use super::convert::{self, grant, status, waiter};
+use crate::auth::{caller, Access};
 use crate::node::{Node, NodeError};
 use crate::waits::{WaitResult, Waits};
 use raftlock_proto::limits;
@@ -60,6 +61,7 @@ pub async fn acquire(
     waits: &Arc<Waits>,
     a: AcquireArgs,
 ) -> Result<Acquired, NodeError> {
+    check_acquire_limits(node, &a)?;
     let started = tokio::time::Instant::now();
     let mut registration = waits.register(a.session, &a.name, a.request_id);
     let cmd = Command::Acquire {
@@ -129,6 +131,37 @@ pub async fn acquire(
     waited
 }
 
+/// The operator's limits on locks per session and waiters per lock. A
+/// retry of an acquisition the session already holds or waits with passes,
+/// so that limits never break idempotent retries.
+fn check_acquire_limits(node: &Node, a: &AcquireArgs) -> Result<(), NodeError> {
+    let state = node.state.read();
+    let Some(s) = state.machine.session(a.session) else {
+        return Ok(()); // the state machine answers NOT_FOUND
+    };
+    if s.held.contains_key(&a.name) || s.waiting.contains_key(&a.name) {
+        return Ok(());
+    }
+    let limits = &node.limits;
+    if s.held.len() + s.waiting.len() >= limits.max_locks_per_session {
+        return Err(NodeError::ResourceExhausted(format!(
+            "session {} already holds or waits for {} locks, the limit per session",
+            a.session, limits.max_locks_per_session
+        )));
+    }
+    if a.wait.is_some() {
+        if let Some(lock) = state.machine.lock(&a.name) {
+            if lock.waiters.len() >= limits.max_waiters_per_lock {
+                return Err(NodeError::ResourceExhausted(format!(
+                    "lock {:?} already has {} waiters, the limit per lock",
+                    a.name, limits.max_waiters_per_lock
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The grant this acquisition holds now, if any.
 fn recheck(node: &Node, a: &AcquireArgs) -> Option<Grant> {
     let state = node.state.read();
@@ -150,16 +183,21 @@ impl LockApi for LockService {
         &self,
         req: Request<AcquireRequest>,
     ) -> Result<Response<AcquireResponse>, Status> {
+        let caller = caller(&req)?;
         let r = req.into_inner();
-        let span = tracing::info_span!("lock.acquire", node = self.node.id, term = term(&self.node), lock = %r.name, session = r.session_id, token = tracing::field::Empty);
+        let span = tracing::info_span!("lock.acquire", node = self.node.id, term = term(&self.node), lock = %r.name, session = r.session_id, identity = caller.name(), token = tracing::field::Empty);
         async {
             convert::lock_name(&r.name)?;
-            if r.wait_timeout_ms.is_some_and(|w| w > limits::MAX_WAIT_MS) {
-                return Err(Status::invalid_argument(format!(
-                    "wait_timeout_ms is more than the limit of {} ms",
-                    limits::MAX_WAIT_MS
-                )));
+            convert::session_id(r.session_id)?;
+            convert::metadata("metadata", &r.metadata)?;
+            caller.check(Access::Lock, &r.name)?;
+            if let Some(w) = r.wait_timeout_ms {
+                self.node.limits.check_wait(w)?;
             }
+            self.node
+                .check_session_owner(r.session_id, &caller)
+                .await
+                .map_err(status)?;
             let args = AcquireArgs {
                 session: convert::session_id(r.session_id)?,
                 request_id: convert::request_id(&r.request_id)?,
@@ -196,10 +234,16 @@ impl LockApi for LockService {
         &self,
         req: Request<ReleaseRequest>,
     ) -> Result<Response<ReleaseResponse>, Status> {
+        let caller = caller(&req)?;
         let r = req.into_inner();
-        let span = tracing::info_span!("lock.release", node = self.node.id, term = term(&self.node), lock = %r.name, session = r.session_id, token = r.token);
+        let span = tracing::info_span!("lock.release", node = self.node.id, term = term(&self.node), lock = %r.name, session = r.session_id, identity = caller.name(), token = r.token);
         async {
             convert::lock_name(&r.name)?;
+            caller.check(Access::Lock, &r.name)?;
+            self.node
+                .check_session_owner(r.session_id, &caller)
+                .await
+                .map_err(status)?;
             let cmd = Command::Release {
                 session: convert::session_id(r.session_id)?,
                 name: r.name,
@@ -220,8 +264,10 @@ impl LockApi for LockService {
         &self,
         req: Request<DescribeRequest>,
     ) -> Result<Response<DescribeResponse>, Status> {
+        let caller = caller(&req)?;
         let r = req.into_inner();
         convert::lock_name(&r.name)?;
+        caller.check(Access::Read, &r.name)?;
         self.node.linearizable().await.map_err(status)?;
         let state = self.node.state.read();
         let view = state.machine.describe(&r.name);
@@ -235,6 +281,8 @@ impl LockApi for LockService {
     }
 
     async fn list(&self, req: Request<ListRequest>) -> Result<Response<ListResponse>, Status> {
+        let caller = caller(&req)?;
+        caller.check_any(Access::Read)?;
         let r = req.into_inner();
         let limit = match r.limit {
             0 => limits::DEFAULT_LIST_LIMIT,
@@ -242,22 +290,25 @@ impl LockApi for LockService {
         } as usize;
         self.node.linearizable().await.map_err(status)?;
         let state = self.node.state.read();
-        let page = state.machine.list(&r.prefix, &r.page_token, limit + 1);
+        let mut page = state.machine.list(&r.prefix, &r.page_token, limit + 1);
         let more = page.len() > limit;
+        page.truncate(limit);
+        // The page token is the last name scanned, readable or not, so a
+        // page thinned by the filter below still leads to the next one.
+        let next_page_token = match page.last() {
+            Some(l) if more => l.name.clone(),
+            _ => String::new(),
+        };
+        // Names the caller may not read are left out, as if absent.
         let locks: Vec<LockSummary> = page
             .into_iter()
-            .take(limit)
+            .filter(|l| caller.may(Access::Read, &l.name))
             .map(|l| LockSummary {
                 holders: l.holders.iter().map(grant).collect(),
                 waiters: l.waiters as u32,
                 name: l.name,
             })
             .collect();
-        let next_page_token = if more {
-            locks.last().map(|l| l.name.clone()).unwrap_or_default()
-        } else {
-            String::new()
-        };
         Ok(Response::new(ListResponse {
             locks,
             next_page_token,
@@ -268,13 +319,56 @@ impl LockApi for LockService {
         &self,
         req: Request<ValidateRequest>,
     ) -> Result<Response<ValidateResponse>, Status> {
+        let caller = caller(&req)?;
         let r = req.into_inner();
         convert::lock_name(&r.name)?;
+        caller.check(Access::Read, &r.name)?;
         self.node.linearizable().await.map_err(status)?;
         let v = self.node.state.read().machine.validate(&r.name, r.token);
         Ok(Response::new(ValidateResponse {
             valid: v.valid,
             current_token: v.current_token,
         }))
+    }
+
+    async fn force_release(
+        &self,
+        req: Request<ForceReleaseRequest>,
+    ) -> Result<Response<ForceReleaseResponse>, Status> {
+        let caller = caller(&req)?;
+        let r = req.into_inner();
+        let span = tracing::info_span!("lock.force_release", node = self.node.id, term = term(&self.node), lock = %r.name, identity = caller.name(), token = tracing::field::Empty);
+        async {
+            convert::lock_name(&r.name)?;
+            caller.check(Access::Admin, &r.name)?;
+            let cmd = Command::ForceRelease {
+                name: r.name.clone(),
+            };
+            match self.node.propose_reply(cmd).await.map_err(status)? {
+                (index, Reply::ForceReleased { released, granted }) => {
+                    metrics::counter!("raftlock_force_releases_total").increment(1);
+                    for g in &released {
+                        tracing::warn!(
+                            lock = %r.name,
+                            session = g.session,
+                            token = g.token,
+                            identity = caller.name(),
+                            log_index = index,
+                            "lock force-released by an administrator"
+                        );
+                    }
+                    if let Some(g) = granted.first() {
+                        tracing::Span::current().record("token", g.token);
+                    }
+                    Ok(Response::new(ForceReleaseResponse {
+                        released: released.iter().map(grant).collect(),
+                        granted: granted.iter().map(grant).collect(),
+                    }))
+                }
+                (_, other) => Err(Status::internal(format!("unexpected reply {other}"))),
+            }
+        }
+        .instrument(span)
+        .await
     }
 }

@@ -1,8 +1,9 @@
 //! The Session service: create, keep alive (a stream, no log writes), close.
 
 use super::convert::{self, status};
+use crate::auth::{caller, Access};
 use crate::lease::LeaseDriver;
-use crate::node::Node;
+use crate::node::{Node, NodeError};
 use futures::Stream;
 use raftlock_proto::v1::session_server::Session as SessionApi;
 use raftlock_proto::v1::*;
@@ -34,17 +35,33 @@ impl SessionApi for SessionService {
         &self,
         req: Request<CreateSessionRequest>,
     ) -> Result<Response<CreateSessionResponse>, Status> {
+        let caller = caller(&req)?;
         let req = req.into_inner();
         let span = tracing::info_span!(
             "session.create",
             node = self.node.id,
             ttl_ms = req.ttl_ms,
+            identity = caller.name(),
             session = tracing::field::Empty
         );
         async {
+            caller.check_any(Access::Lock)?;
+            self.node.limits.check_ttl(req.ttl_ms)?;
+            convert::client_name(&req.client_name)?;
+            if caller.checks_ownership() {
+                let max = self.node.limits.max_sessions_per_identity;
+                let live = self.node.state.read().machine.sessions_owned_by(caller.name());
+                if live >= max {
+                    return Err(status(NodeError::ResourceExhausted(format!(
+                        "identity {:?} already has {live} live sessions, the limit per identity is {max}; close some first",
+                        caller.name()
+                    ))));
+                }
+            }
             let cmd = Command::CreateSession {
                 ttl_ms: req.ttl_ms,
                 client_name: req.client_name,
+                owner: caller.name().to_owned(),
             };
             match self.node.propose_reply(cmd).await.map_err(status)? {
                 (_, Reply::SessionCreated { session, ttl_ms }) => {
@@ -67,11 +84,24 @@ impl SessionApi for SessionService {
         &self,
         req: Request<Streaming<KeepAliveRequest>>,
     ) -> Result<Response<Self::KeepAliveStream>, Status> {
+        let caller = caller(&req)?;
+        caller.check_any(Access::Lock)?;
+        // Each stream holds a slot of its connection's allowance until it
+        // ends, so one client cannot pin unbounded server tasks.
+        let slot = match crate::limits::remote_addr(req.extensions()) {
+            Some(addr) => Some(
+                self.node
+                    .connections
+                    .stream(addr, self.node.limits.max_keepalive_streams_per_connection)?,
+            ),
+            None => None,
+        };
         let mut inbound = req.into_inner();
         let leases = self.leases.clone();
         let node = self.node.clone();
         let mut stopping = self.node.stopping.clone();
         let out = async_stream_from(move |tx| async move {
+            let _slot = slot;
             loop {
                 let msg = tokio::select! {
                     m = inbound.next() => m,
@@ -88,6 +118,14 @@ impl SessionApi for SessionService {
                     Some(Err(_)) | None => return,
                 };
                 let session = msg.session_id;
+                if let Err(e) = convert::session_id(session) {
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
+                if let Err(e) = node.check_session_owner(session, &caller).await {
+                    let _ = tx.send(Err(status(e))).await;
+                    return;
+                }
                 let res = leases
                     .renew(session)
                     .instrument(tracing::debug_span!(
@@ -115,9 +153,19 @@ impl SessionApi for SessionService {
         &self,
         req: Request<CloseSessionRequest>,
     ) -> Result<Response<CloseSessionResponse>, Status> {
+        let caller = caller(&req)?;
         let session = convert::session_id(req.into_inner().session_id)?;
-        let span = tracing::info_span!("session.close", node = self.node.id, session);
+        let span = tracing::info_span!(
+            "session.close",
+            node = self.node.id,
+            session,
+            identity = caller.name()
+        );
         async {
+            self.node
+                .check_session_owner(session, &caller)
+                .await
+                .map_err(status)?;
             match self
                 .node
                 .propose_reply(Command::CloseSession { session })

@@ -1,0 +1,166 @@
+//! TLS on both ports (rustls through tonic).
+//!
+//! - Client port: `--tls-cert/--tls-key` serve TLS; `--tls-ca` also asks
+//!   clients for a certificate signed by that CA (optional: a client may
+//!   still authenticate with a bearer token instead).
+//! - Peer port: `--peer-tls-cert/--peer-tls-key/--peer-tls-ca` turn on
+//!   mutual TLS. A node then accepts Raft traffic only from certificates the
+//!   cluster CA signed, and presents its own when it calls a peer.
+
+use crate::config::ConfigError;
+use clap::Args;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use tonic::transport::{Certificate, ClientTlsConfig, Identity, ServerTlsConfig};
+
+/// TLS flags (also the `[tls]` table of the config file).
+#[derive(Args, Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsArgs {
+    /// PEM certificate (chain) served on the client port; turns TLS on there.
+    #[arg(long, env = "RAFTLOCK_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "RAFTLOCK_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// PEM CA whose client certificates are accepted as identities (their
+    /// subject common name is matched against the auth file's `cert_cn`).
+    #[arg(long, env = "RAFTLOCK_TLS_CA", requires = "tls_cert")]
+    pub tls_ca: Option<PathBuf>,
+    /// PEM certificate this node presents on the peer port and to peers.
+    #[arg(long, env = "RAFTLOCK_PEER_TLS_CERT", requires_all = ["peer_tls_key", "peer_tls_ca"])]
+    pub peer_tls_cert: Option<PathBuf>,
+    /// PEM private key of --peer-tls-cert.
+    #[arg(long, env = "RAFTLOCK_PEER_TLS_KEY", requires = "peer_tls_cert")]
+    pub peer_tls_key: Option<PathBuf>,
+    /// PEM cluster CA: peers must present certificates it signed.
+    #[arg(long, env = "RAFTLOCK_PEER_TLS_CA", requires = "peer_tls_cert")]
+    pub peer_tls_ca: Option<PathBuf>,
+}
+
+/// PEM bytes: certificate, key, and the CA whose certificates the other
+/// side must present (optional on the client port, required between peers).
+type Material<Ca> = (Vec<u8>, Vec<u8>, Ca);
+
+/// TLS material, read and checked at start.
+#[derive(Clone, Default)]
+pub struct Tls {
+    client: Option<Material<Option<Vec<u8>>>>,
+    peer: Option<Material<Vec<u8>>>,
+}
+
+impl std::fmt::Debug for Tls {
+    // Keys stay out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tls")
+            .field("client_port", &self.client.is_some())
+            .field("peer_port", &self.peer.is_some())
+            .finish()
+    }
+}
+
+fn read_pem(setting: &'static str, path: &Path) -> Result<Vec<u8>, ConfigError> {
+    let bytes = std::fs::read(path).map_err(|e| ConfigError::Invalid {
+        setting,
+        reason: format!("{}: {e}", path.display()),
+    })?;
+    if !bytes.windows(11).any(|w| w == b"-----BEGIN ") {
+        return Err(ConfigError::Invalid {
+            setting,
+            reason: format!("{} is not a PEM file", path.display()),
+        });
+    }
+    Ok(bytes)
+}
+
+impl TlsArgs {
+    /// Flags over the file's `[tls]` table; reads the files.
+    pub fn resolve(&self, file: &TlsArgs) -> Result<Tls, ConfigError> {
+        let pick = |a: &Option<PathBuf>, b: &Option<PathBuf>| a.clone().or(b.clone());
+        let cert = pick(&self.tls_cert, &file.tls_cert);
+        let key = pick(&self.tls_key, &file.tls_key);
+        let ca = pick(&self.tls_ca, &file.tls_ca);
+        let client = match (cert, key) {
+            (Some(c), Some(k)) => Some((
+                read_pem("--tls-cert", &c)?,
+                read_pem("--tls-key", &k)?,
+                ca.map(|p| read_pem("--tls-ca", &p)).transpose()?,
+            )),
+            (None, None) if ca.is_none() => None,
+            _ => {
+                return Err(ConfigError::Invalid {
+                    setting: "--tls-cert",
+                    reason: "--tls-cert and --tls-key go together (and --tls-ca needs them)".into(),
+                })
+            }
+        };
+        let peer = match (
+            pick(&self.peer_tls_cert, &file.peer_tls_cert),
+            pick(&self.peer_tls_key, &file.peer_tls_key),
+            pick(&self.peer_tls_ca, &file.peer_tls_ca),
+        ) {
+            (Some(c), Some(k), Some(a)) => Some((
+                read_pem("--peer-tls-cert", &c)?,
+                read_pem("--peer-tls-key", &k)?,
+                read_pem("--peer-tls-ca", &a)?,
+            )),
+            (None, None, None) => None,
+            _ => {
+                return Err(ConfigError::Invalid {
+                    setting: "--peer-tls-cert",
+                    reason: "--peer-tls-cert, --peer-tls-key and --peer-tls-ca go together".into(),
+                })
+            }
+        };
+        Ok(Tls { client, peer })
+    }
+}
+
+impl Tls {
+    /// TLS for the client listener, if configured.
+    pub fn client_server(&self) -> Option<ServerTlsConfig> {
+        self.client.as_ref().map(|(cert, key, ca)| {
+            let cfg = ServerTlsConfig::new().identity(Identity::from_pem(cert, key));
+            match ca {
+                Some(ca) => cfg
+                    .client_ca_root(Certificate::from_pem(ca))
+                    .client_auth_optional(true),
+                None => cfg,
+            }
+        })
+    }
+
+    /// Mutual TLS for the peer listener, if configured: a client
+    /// certificate signed by the cluster CA is required.
+    pub fn peer_server(&self) -> Option<ServerTlsConfig> {
+        self.peer.as_ref().map(|(cert, key, ca)| {
+            ServerTlsConfig::new()
+                .identity(Identity::from_pem(cert, key))
+                .client_ca_root(Certificate::from_pem(ca))
+                .client_auth_optional(false)
+        })
+    }
+
+    /// What this node presents and trusts when it calls a peer.
+    pub fn peer_client(&self) -> Option<ClientTlsConfig> {
+        self.peer.as_ref().map(|(cert, key, ca)| {
+            ClientTlsConfig::new()
+                .ca_certificate(Certificate::from_pem(ca))
+                .identity(Identity::from_pem(cert, key))
+        })
+    }
+
+    /// Whether the client port serves TLS.
+    pub fn client_enabled(&self) -> bool {
+        self.client.is_some()
+    }
+
+    /// The URL scheme of the peer port.
+    pub fn peer_scheme(&self) -> &'static str {
+        if self.peer.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+}
