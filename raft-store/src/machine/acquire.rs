@@ -145,9 +145,12 @@ impl LeaseMachine {
                 .unwrap_or(0);
             return Ok(Some(Reply::Queued { position }));
         }
+        // Newest first: a request id reused after it finished (a client bug,
+        // but a possible one) is answered by how it finished last.
         match session
             .finished
             .iter()
+            .rev()
             .find(|(id, _)| *id == req.request_id)
         {
             Some((_, Finished::Released(token))) => Err(LeaseError::RequestReleased {
