@@ -51,7 +51,8 @@ impl From<pb::MembershipResponse> for Membership {
 pub struct Backup {
     /// The backup file's contents (`raftlockd restore --snapshot FILE`).
     pub bytes: Vec<u8>,
-    /// The log index the backup is at: every token in it is at most this.
+    /// The log index the backup is at: every token in it comes from this
+    /// entry or an earlier one.
     pub last_index: u64,
 }
 

@@ -155,8 +155,8 @@ pub struct Leadership {
 }
 
 impl Leadership {
-    /// The term-of-office token: the log index of the entry that elected
-    /// this leader. Pass it with writes so a deposed leader's are refused.
+    /// The term-of-office token, drawn from the log entry that elected this
+    /// leader (strictly increasing per election). Pass it with writes so a deposed leader's are refused.
     ///
     /// ```no_run
     /// # fn f(l: raftlock_client::Leadership) { println!("term token {}", l.token()); }

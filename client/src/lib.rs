@@ -37,8 +37,8 @@
 //! [`LockBuilder::shared`] for read locks, [`LockBuilder::permits`] for a
 //! counting semaphore; [`LockBuilder::try_acquire`] tries once,
 //! [`LockBuilder::acquire`] waits in the lock's FIFO queue on the server (no
-//! polling). A [`LockGuard`] carries the fencing token: the Raft log index
-//! of the entry that granted it, strictly increasing per lock. A lease can
+//! polling). A [`LockGuard`] carries the fencing token, drawn from the Raft
+//! log index of the entry that granted it, strictly increasing per lock. A lease can
 //! end while its holder is paused and still believes it holds the lock;
 //! the token is what lets the protected resource refuse that holder's late
 //! writes. See `examples/fenced_writer.rs`.

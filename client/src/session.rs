@@ -263,7 +263,7 @@ async fn keep_alive(weak: Weak<SessionInner>) {
 }
 
 impl Session {
-    /// The session id (the log index of the entry that created it).
+    /// The session id, drawn from the log entry that created it (never reused).
     ///
     /// ```no_run
     /// # fn f(s: raftlock_client::Session) { println!("session {}", s.id()); }

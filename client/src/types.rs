@@ -23,7 +23,8 @@ pub enum Mode {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Grant {
-    /// Fencing token: the log index of the granting entry.
+    /// Fencing token: from the granting log entry (its index × 65536 + the
+    /// command's position in it), strictly increasing per lock.
     pub token: u64,
     /// Lock name.
     pub name: String,

@@ -53,6 +53,11 @@ pub struct NodeArgs {
     /// Entries between snapshots [default: 10000].
     #[arg(long, env = "RAFTLOCK_SNAPSHOT_EVERY")]
     pub snapshot_every: Option<u64>,
+    /// Most commands the leader groups into one log entry (group commit:
+    /// one append and one fsync for all) [default: 1024; 1 turns grouping
+    /// off; at most 65536].
+    #[arg(long, env = "RAFTLOCK_MAX_BATCH_COMMANDS")]
+    pub max_batch_commands: Option<usize>,
     /// Log format: text or json [default: text].
     #[arg(long, env = "RAFTLOCK_LOG_FORMAT")]
     pub log_format: Option<String>,
@@ -91,6 +96,7 @@ struct FileConfig {
     heartbeat_ms: Option<u64>,
     election_timeout_ms: Option<u64>,
     snapshot_every: Option<u64>,
+    max_batch_commands: Option<usize>,
     log_format: Option<String>,
     log_level: Option<String>,
     listen_metrics: Option<String>,
@@ -149,6 +155,8 @@ pub struct NodeConfig {
     pub heartbeat: Duration,
     /// Lowest election timeout.
     pub election_timeout: Duration,
+    /// Most commands per log entry.
+    pub max_batch_commands: usize,
     /// Entries between snapshots.
     pub snapshot_every: u64,
     /// `text` or `json`.
@@ -259,6 +267,19 @@ impl NodeArgs {
                 ),
             });
         }
+        let max_batch_commands = self
+            .max_batch_commands
+            .or(file.max_batch_commands)
+            .unwrap_or(crate::batch::MAX_BATCH);
+        if !(1..=raftlock_store::MAX_BATCH_COMMANDS).contains(&max_batch_commands) {
+            return Err(ConfigError::Invalid {
+                setting: "--max-batch-commands",
+                reason: format!(
+                    "{max_batch_commands} is not in 1..={}",
+                    raftlock_store::MAX_BATCH_COMMANDS
+                ),
+            });
+        }
         let log_format = self
             .log_format
             .clone()
@@ -280,6 +301,7 @@ impl NodeArgs {
             initial_cluster,
             heartbeat,
             election_timeout,
+            max_batch_commands,
             snapshot_every: self
                 .snapshot_every
                 .or(file.snapshot_every)
@@ -434,6 +456,26 @@ mod tests {
         let c = parse_initial_cluster("1=h:7101,2=h:7103").unwrap();
         assert_eq!(cluster_id(&a), cluster_id(&b));
         assert_ne!(cluster_id(&a), cluster_id(&c));
+    }
+
+    #[test]
+    fn max_batch_commands_is_bounded_by_what_a_token_can_number() {
+        let with = |n| NodeArgs {
+            id: Some(1),
+            data_dir: Some("/d".into()),
+            max_batch_commands: Some(n),
+            ..Default::default()
+        };
+        assert_eq!(with(1).resolve().unwrap().max_batch_commands, 1);
+        assert_eq!(with(65_536).resolve().unwrap().max_batch_commands, 65_536);
+        assert!(with(0).resolve().is_err());
+        assert!(with(65_537).resolve().is_err());
+        let default = NodeArgs {
+            id: Some(1),
+            data_dir: Some("/d".into()),
+            ..Default::default()
+        };
+        assert_eq!(default.resolve().unwrap().max_batch_commands, 1024);
     }
 
     #[test]

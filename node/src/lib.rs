@@ -19,6 +19,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod batch;
 pub mod config;
 pub mod confirm;
 pub mod grpc;

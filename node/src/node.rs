@@ -3,11 +3,11 @@
 //! the leader is when this node is not.
 
 use crate::confirm::Confirmer;
-use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
+use openraft::error::{CheckIsLeaderError, RaftError};
 use openraft::ServerState;
 use raftlock_store::machine::{Command, LeaseError, Outcome, Reply};
 use raftlock_store::state_machine::SharedState;
-use raftlock_store::{NodeId, Proposal, Raft};
+use raftlock_store::{NodeId, Raft};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -77,6 +77,8 @@ pub struct Node {
     pub connections: Arc<crate::limits::ConnectionCounts>,
     /// TLS for calls to peers (mutual, with the cluster CA), if on.
     pub peer_tls: Option<tonic::transport::ClientTlsConfig>,
+    /// Groups concurrent proposals into shared log entries.
+    pub batcher: crate::batch::Batcher,
 }
 
 /// Wall-clock Unix ms, proposed as data with every command.
@@ -112,42 +114,15 @@ impl Node {
     }
 
     /// Proposes `command`, waits until it is committed and applied here, and
-    /// returns its log index and outcome.
+    /// returns the index it applied at (its entry's `batch_index`) and its
+    /// outcome.
     pub async fn propose(&self, command: Command) -> Result<(u64, Outcome), NodeError> {
         if self.transferring.load(Ordering::SeqCst) {
             return Err(NodeError::Unavailable(
                 "leadership is being handed over; retry shortly".into(),
             ));
         }
-        let proposal = Proposal {
-            at_ms: now_ms(),
-            command,
-        };
-        let started = std::time::Instant::now();
-        let res = tokio::time::timeout(self.write_timeout, self.raft.client_write(proposal)).await;
-        metrics::histogram!("raftlock_proposal_seconds").record(started.elapsed().as_secs_f64());
-        let resp = match res {
-            Err(_) => {
-                return Err(NodeError::Unavailable(format!(
-                    "proposal not committed within {:?}",
-                    self.write_timeout
-                )))
-            }
-            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
-                return Err(NodeError::NotLeader {
-                    node: self.id,
-                    leader_addr: f.leader_node.map(|n| n.client_addr),
-                })
-            }
-            Ok(Err(RaftError::APIError(e))) => return Err(NodeError::Unavailable(e.to_string())),
-            Ok(Err(RaftError::Fatal(f))) => return Err(NodeError::Stopped(f.to_string())),
-            Ok(Ok(resp)) => resp,
-        };
-        let outcome = resp
-            .data
-            .outcome
-            .ok_or_else(|| NodeError::Stopped("normal entry applied without an outcome".into()))?;
-        Ok((resp.data.index, outcome))
+        self.batcher.propose(command).await
     }
 
     /// Proposes `command` and returns its reply, or the state machine's

@@ -118,12 +118,20 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         transferring.clone(),
     );
     let (stop, stopped) = watch::channel(false);
+    let write_timeout = Duration::from_secs(5);
+    let batcher = crate::batch::Batcher::start(
+        config.id,
+        raft.clone(),
+        write_timeout,
+        crate::batch::IN_FLIGHT,
+        config.max_batch_commands,
+    );
     let node = Arc::new(Node {
         id: config.id,
         raft: raft.clone(),
         state: shared.clone(),
         confirmer,
-        write_timeout: Duration::from_secs(5),
+        write_timeout,
         leader_lease,
         transferring,
         stopping: stopped.clone(),
@@ -131,6 +139,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         limits: config.limits.clone(),
         connections: Default::default(),
         peer_tls: config.tls.peer_client(),
+        batcher,
     });
     let waits = Arc::new(Waits::default());
     tokio::spawn(waits.clone().dispatch(shared.clone()));

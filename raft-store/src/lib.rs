@@ -26,7 +26,9 @@ pub mod machine;
 pub mod state_machine;
 pub mod types;
 
-pub use types::{Applied, NodeId, NodeInfo, Proposal, Raft, TypeConfig};
+pub use types::{
+    batch_index, Applied, NodeId, NodeInfo, Proposal, Raft, TypeConfig, MAX_BATCH_COMMANDS,
+};
 
 /// Opens the log and the state machine kept in `data`.
 pub fn open_storage(

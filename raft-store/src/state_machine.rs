@@ -8,8 +8,11 @@
 //! the log only grows).
 
 use crate::data_dir::write_durably;
-use crate::machine::{Command, LeaseMachine, Outcome};
-use crate::types::{Applied, Entry, LogId, NodeId, NodeInfo, StorageError, TypeConfig};
+use crate::machine::{Command, LeaseError, LeaseMachine, Outcome};
+use crate::types::{
+    batch_index, Applied, Entry, LogId, NodeId, NodeInfo, StorageError, TypeConfig,
+    MAX_BATCH_COMMANDS,
+};
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{
     EntryPayload, OptionalSend, RaftSnapshotBuilder, SnapshotMeta, StorageIOError, StoredMembership,
@@ -39,9 +42,9 @@ pub struct AppliedState {
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum Change {
-    /// One normal entry was applied.
+    /// One command of a normal entry was applied.
     Applied {
-        /// Its log index.
+        /// The index it applied at (`batch_index(entry index, position)`).
         index: u64,
         /// Its command.
         command: Command,
@@ -218,23 +221,38 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             for entry in entries {
                 let index = entry.log_id.index;
                 state.last_applied = Some(entry.log_id);
-                let outcome = match entry.payload {
-                    EntryPayload::Blank => None,
+                let mut outcomes = Vec::new();
+                match entry.payload {
+                    EntryPayload::Blank => {}
                     EntryPayload::Membership(m) => {
                         state.last_membership = StoredMembership::new(Some(entry.log_id), m);
-                        None
                     }
                     EntryPayload::Normal(p) => {
-                        let outcome = state.machine.apply(&p.command, index, p.at_ms);
-                        changes.push(Change::Applied {
-                            index,
-                            command: p.command,
-                            outcome: outcome.clone(),
-                        });
-                        Some(outcome)
+                        for (i, command) in p.commands.into_iter().enumerate() {
+                            let at = batch_index(index, i);
+                            // A leader never builds such an entry; one that
+                            // arrives anyway must not reuse the next entry's
+                            // indexes, and every replica refuses it alike.
+                            let outcome = if i >= MAX_BATCH_COMMANDS {
+                                Outcome {
+                                    reply: Err(LeaseError::InvalidArgument(format!(
+                                        "an entry holds at most {MAX_BATCH_COMMANDS} commands"
+                                    ))),
+                                    events: Vec::new(),
+                                }
+                            } else {
+                                state.machine.apply(&command, at, p.at_ms)
+                            };
+                            changes.push(Change::Applied {
+                                index: at,
+                                command,
+                                outcome: outcome.clone(),
+                            });
+                            outcomes.push((at, outcome));
+                        }
                     }
-                };
-                replies.push(Applied { index, outcome });
+                }
+                replies.push(Applied { index, outcomes });
             }
         }
         for c in changes {
@@ -288,5 +306,114 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             meta,
             snapshot: Box::new(Cursor::new(data)),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::{Mode, Reply, RequestId};
+    use openraft::{CommittedLeaderId, EntryPayload};
+
+    fn entry(index: u64, commands: Vec<Command>) -> Entry {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(crate::Proposal::batch(1_000, commands)),
+        }
+    }
+
+    fn create() -> Command {
+        Command::CreateSession {
+            ttl_ms: 5_000,
+            client_name: "t".into(),
+            owner: String::new(),
+        }
+    }
+
+    fn acquire(session: u64, req: u128) -> Command {
+        Command::Acquire {
+            session,
+            name: "l".into(),
+            request_id: RequestId(req),
+            mode: Mode::Exclusive,
+            permits: None,
+            wait_ms: Some(1_000),
+            metadata: vec![],
+        }
+    }
+
+    fn session_id(o: &Outcome) -> u64 {
+        match &o.reply {
+            Ok(Reply::SessionCreated { session, .. }) => *session,
+            other => panic!("not a session: {other:?}"),
+        }
+    }
+
+    /// Group commit must not cost uniqueness: commands sharing an entry get
+    /// distinct ids, and tokens granted later in the log stay larger, also
+    /// when a handoff grants a waiter inside a batch.
+    #[tokio::test]
+    async fn commands_of_one_entry_get_distinct_increasing_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sm = StateMachineStore::open(dir.path().join("snap")).unwrap();
+        let applied = sm
+            .apply(vec![entry(7, vec![create(), create(), create()])])
+            .await
+            .unwrap();
+        assert_eq!(applied.len(), 1);
+        let at: Vec<u64> = applied[0].outcomes.iter().map(|(i, _)| *i).collect();
+        assert_eq!(at, vec![7 << 16, (7 << 16) + 1, (7 << 16) + 2]);
+        let ids: Vec<u64> = applied[0]
+            .outcomes
+            .iter()
+            .map(|(_, o)| session_id(o))
+            .collect();
+        assert_eq!(ids, at, "a session's id is the index it applied at");
+
+        let applied = sm
+            .apply(vec![entry(8, vec![acquire(ids[0], 1), acquire(ids[1], 2)])])
+            .await
+            .unwrap();
+        let first = match &applied[0].outcomes[0].1.reply {
+            Ok(Reply::Acquired(g)) => g.token,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(first, batch_index(8, 0));
+        assert!(matches!(
+            applied[0].outcomes[1].1.reply,
+            Ok(Reply::Queued { .. })
+        ));
+        // A blank entry between keeps the numbering of the next one.
+        sm.apply(vec![Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), 9),
+            payload: EntryPayload::Blank,
+        }])
+        .await
+        .unwrap();
+        let applied = sm
+            .apply(vec![entry(
+                10,
+                vec![
+                    create(),
+                    Command::Release {
+                        session: ids[0],
+                        name: "l".into(),
+                        token: first,
+                    },
+                ],
+            )])
+            .await
+            .unwrap();
+        let handed = applied[0].outcomes[1]
+            .1
+            .events
+            .iter()
+            .find_map(|e| match e {
+                crate::machine::Event::Granted(g) => Some(g.token),
+                _ => None,
+            })
+            .expect("the waiter is granted in the release's step");
+        assert_eq!(handed, batch_index(10, 1));
+        assert!(handed > first);
     }
 }

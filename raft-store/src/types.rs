@@ -25,30 +25,61 @@ impl fmt::Display for NodeInfo {
     }
 }
 
-/// A log entry's payload: a command, and the leader's wall-clock time when
-/// it proposed it. The time is data: every replica applies the same value.
+/// Commands one entry may carry: positions must fit in the low 16 bits of
+/// [`batch_index`].
+pub const MAX_BATCH_COMMANDS: usize = 1 << 16;
+
+/// The index command `position` of the entry at `log_index` applies at: its
+/// fencing token or session id (DESIGN.md). Strictly increasing in log
+/// order, and unique while entries hold at most [`MAX_BATCH_COMMANDS`].
+pub fn batch_index(log_index: u64, position: usize) -> u64 {
+    (log_index << 16) | (position as u64 & 0xffff)
+}
+
+/// A log entry's payload: the commands the leader grouped into it (group
+/// commit: one append and one fsync for all), and the leader's wall-clock
+/// time when it proposed them. The time is data: every replica applies the
+/// same value.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Proposal {
     /// Leader's wall clock, Unix ms (informational: `granted_at`).
     pub at_ms: u64,
-    /// The command.
-    pub command: Command,
+    /// The commands, applied in order; command `i` at `batch_index(index, i)`.
+    pub commands: Vec<Command>,
+}
+
+impl Proposal {
+    /// An entry of one command.
+    pub fn single(at_ms: u64, command: Command) -> Proposal {
+        Proposal {
+            at_ms,
+            commands: vec![command],
+        }
+    }
+
+    /// An entry of several commands.
+    pub fn batch(at_ms: u64, commands: Vec<Command>) -> Proposal {
+        Proposal { at_ms, commands }
+    }
 }
 
 impl fmt::Display for Proposal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.command.kind())
+        match self.commands.as_slice() {
+            [one] => f.write_str(one.kind()),
+            many => write!(f, "batch of {}", many.len()),
+        }
     }
 }
 
-/// What applying one entry produced. Blank and membership entries produce
-/// no outcome.
+/// What applying one entry produced: for each command, the index it applied
+/// at and its outcome. Blank and membership entries produce none.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Applied {
     /// The entry's log index.
     pub index: u64,
-    /// The state machine's outcome, for a normal entry.
-    pub outcome: Option<Outcome>,
+    /// `(batch_index(index, i), outcome)` for command `i`.
+    pub outcomes: Vec<(u64, Outcome)>,
 }
 
 openraft::declare_raft_types!(

@@ -42,8 +42,9 @@ async fn full_restart_keeps_holders_waiters_and_token_order() {
 
     let session = client.session(Duration::from_secs(5)).await.unwrap();
     let g = session.lock("r/new").try_acquire().await.unwrap().unwrap();
+    // Every token issued before came from an entry at most max_before.
     assert!(
-        g.token() > max_before,
+        g.token() >> 16 > max_before,
         "token {} reissued or went back (applied before restart: {max_before})",
         g.token()
     );

@@ -60,7 +60,7 @@ pub fn request_id(bytes: &[u8]) -> Result<RequestId, Status> {
     })
 }
 
-/// Checks a session id is plausible (ids are log indexes, never 0).
+/// Checks a session id is plausible (ids come from log indexes, never 0).
 pub fn session_id(id: u64) -> Result<u64, Status> {
     if id == 0 {
         return Err(Status::invalid_argument("session_id is required"));

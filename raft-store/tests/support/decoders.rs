@@ -99,18 +99,18 @@ pub fn seeds() -> Vec<Vec<u8>> {
         .enumerate()
         .map(|(i, command)| Entry {
             log_id: log_id(i as u64 + 1),
-            payload: EntryPayload::Normal(Proposal {
-                at_ms: 1_700_000_000_000 + i as u64,
-                command,
-            }),
+            payload: EntryPayload::Normal(Proposal::single(1_700_000_000_000 + i as u64, command)),
         })
         .collect();
     entries.push(Entry {
         log_id: log_id(11),
-        payload: EntryPayload::Normal(Proposal {
-            at_ms: 1_700_000_000_011,
-            command: Command::ForceRelease { name: "a".into() },
-        }),
+        payload: EntryPayload::Normal(Proposal::batch(
+            1_700_000_000_011,
+            vec![
+                Command::ForceRelease { name: "a".into() },
+                Command::ForceRelease { name: "b".into() },
+            ],
+        )),
     });
     let blank = Entry {
         log_id: log_id(12),
@@ -126,7 +126,9 @@ pub fn seeds() -> Vec<Vec<u8>> {
         out.push(json(e));
         if let EntryPayload::Normal(p) = &e.payload {
             out.push(json(p));
-            out.push(json(&p.command));
+            for c in &p.commands {
+                out.push(json(c));
+            }
         }
     }
     out.push(json(&blank));
@@ -186,12 +188,16 @@ pub fn decode_all(bytes: &[u8]) -> Result<(), String> {
     if let Ok(entry) = log_store::decode(bytes) {
         json_round_trip(&entry, "log entry")?;
         if let EntryPayload::Normal(p) = &entry.payload {
-            apply_decoded(&p.command, p.at_ms)?;
+            for c in p.commands.iter().take(32) {
+                apply_decoded(c, p.at_ms)?;
+            }
         }
     }
     if let Ok(p) = serde_json::from_slice::<Proposal>(bytes) {
         json_round_trip(&p, "proposal")?;
-        apply_decoded(&p.command, p.at_ms)?;
+        for c in p.commands.iter().take(32) {
+            apply_decoded(c, p.at_ms)?;
+        }
     }
     if let Ok(c) = serde_json::from_slice::<Command>(bytes) {
         let again: Result<Command, _> =
@@ -248,10 +254,12 @@ pub fn peer_messages(bytes: &[u8]) -> Result<(), String> {
         let mut t = Tracker::after(&m);
         for e in r.entries.iter().take(32) {
             if let EntryPayload::Normal(p) = &e.payload {
-                let Some(index) = t.next_index() else {
-                    break;
-                };
-                checked_apply(&mut m, &p.command, index, p.at_ms, &mut t)?;
+                for c in p.commands.iter().take(32) {
+                    let Some(index) = t.next_index() else {
+                        break;
+                    };
+                    checked_apply(&mut m, c, index, p.at_ms, &mut t)?;
+                }
             }
         }
     }
