@@ -3,6 +3,7 @@
 //! median run, since a shared machine's figures vary run to run.
 
 use super::{connect, Cli};
+use anyhow::Context;
 use hdrhistogram::Histogram;
 use raftlock_client::Client;
 use rand::{Rng, SeedableRng};
@@ -21,6 +22,10 @@ pub enum Workload {
     Hold,
     /// `--sessions` sessions kept alive, no locks; counts lost sessions.
     Keepalive,
+    /// Uncontended load on a 3-node cluster the bench starts itself, whose
+    /// leader it SIGKILLs every `--kill-every` (and restarts): time from each
+    /// kill to the next successful acquire, and lost sessions.
+    Failover,
 }
 
 #[derive(clap::Args)]
@@ -49,6 +54,13 @@ pub struct Args {
     /// Session TTL.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     ttl: Duration,
+    /// `failover`: how often to kill the leader.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    kill_every: Duration,
+    /// `failover`: the server binary to start (default: `raftlockd` beside
+    /// this executable).
+    #[arg(long)]
+    raftlockd: Option<std::path::PathBuf>,
 }
 
 #[derive(Serialize, Clone)]
@@ -65,11 +77,27 @@ struct RunResult {
     p999_ms: f64,
     max_ms: f64,
     lost_sessions: u64,
+    /// `failover`: leaders killed, and the time from each kill to the next
+    /// successful acquire (median, max; a kill never followed by one within
+    /// 30 s counts as an error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failover: Option<FailoverFigures>,
+}
+
+#[derive(Serialize, Clone)]
+struct FailoverFigures {
+    kills: u64,
+    recovered: u64,
+    recovery_p50_ms: f64,
+    recovery_max_ms: f64,
 }
 
 pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
-    // Fail early with the usual message if the cluster is unreachable.
-    connect(cli).await?;
+    // Fail early with the usual message if the cluster is unreachable
+    // (failover starts its own).
+    if a.workload != Workload::Failover {
+        connect(cli).await?;
+    }
     let mut results = Vec::new();
     println!(
         "{:<12} {:>3} {:>8} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}",
@@ -88,6 +116,7 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     for run in 1..=a.runs.max(1) {
         let r = match a.workload {
             Workload::Keepalive => keepalive(cli, a, run).await?,
+            Workload::Failover => failover(a, run).await?,
             _ => locks(cli, a, run).await?,
         };
         println!(
@@ -104,6 +133,12 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
             r.max_ms,
             r.lost_sessions
         );
+        if let Some(f) = &r.failover {
+            println!(
+                "    leader killed {} times, next acquire after p50 {:.0} ms, max {:.0} ms ({} recovered)",
+                f.kills, f.recovery_p50_ms, f.recovery_max_ms, f.recovered
+            );
+        }
         results.push(r);
     }
     let mut by_rate = results.clone();
@@ -120,7 +155,12 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
         "{}",
         serde_json::to_string(&serde_json::json!({ "median": median, "runs": results }))?
     );
-    let failed = results.iter().any(|r| r.errors > 0 || r.lost_sessions > 0);
+    // Errors while a leader is down are expected of a failover run; a lost
+    // session or a kill never recovered from is not.
+    let failed = results.iter().any(|r| match &r.failover {
+        Some(f) => r.lost_sessions > 0 || f.recovered < f.kills,
+        None => r.errors > 0 || r.lost_sessions > 0,
+    });
     Ok(if failed { 1 } else { 0 })
 }
 
@@ -204,6 +244,7 @@ async fn locks(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
         p999_ms: ms(&all, 0.999),
         max_ms: all.max() as f64 / 1000.0,
         lost_sessions: lost,
+        failover: None,
     })
 }
 
@@ -251,5 +292,142 @@ async fn keepalive(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult>
         p999_ms: ms(&h, 0.999),
         max_ms: h.max() as f64 / 1000.0,
         lost_sessions: lost,
+        failover: None,
+    })
+}
+
+async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
+    let exe = super::bench_cluster::find_raftlockd(a.raftlockd.as_deref())?;
+    let mut cluster = super::bench_cluster::LocalCluster::start(exe, 3)?;
+    let endpoints = cluster.endpoints();
+    let admin = Client::connect(&endpoints).await?;
+    let leader = |admin: Client| async move {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(s) = admin.status().await {
+                if s.leader_id != 0 {
+                    return Ok(s.leader_id);
+                }
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!("no leader within 30 s");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    leader(admin.clone())
+        .await
+        .with_context(|| format!("node logs in {}", cluster.dir().display()))?;
+    // Microseconds since `base` at which the latest-started acquire that
+    // succeeded was sent: an acquire sent after a kill can only be granted
+    // by a new leader (a reply already in flight when the leader died
+    // cannot pass for a recovery).
+    let base = Instant::now();
+    let last_ok = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    // Workers run until the last kill has been recovered from, even past
+    // --duration, so a late kill is not mistaken for an outage.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut workers = Vec::new();
+    let start = Arc::new(tokio::sync::Barrier::new(a.clients + 1));
+    for w in 0..a.clients {
+        let client = Client::connect(&endpoints).await?;
+        let session = client.session(a.ttl).await?;
+        let (start, last_ok, stop, keys) =
+            (start.clone(), last_ok.clone(), stop.clone(), a.keys.max(1));
+        workers.push(tokio::spawn(async move {
+            let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("valid bounds");
+            let mut errors = 0u64;
+            let mut rng = rand::rngs::StdRng::from_entropy();
+            start.wait().await;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let key = format!("failover/{run}/{}", rng.gen_range(0..keys));
+                let t = Instant::now();
+                let sent = t.duration_since(base).as_micros() as u64;
+                let res = async {
+                    let g = session
+                        .lock(&key)
+                        .timeout(Duration::from_secs(30))
+                        .acquire()
+                        .await?;
+                    last_ok.fetch_max(sent, std::sync::atomic::Ordering::SeqCst);
+                    g.release().await
+                }
+                .await;
+                match res {
+                    Ok(()) => {
+                        let _ = h.record(t.elapsed().as_micros().max(1) as u64);
+                    }
+                    Err(e) => {
+                        errors += 1;
+                        if errors <= 3 {
+                            eprintln!("worker {w}: {e}");
+                        }
+                    }
+                }
+            }
+            let lost = u64::from(!session.is_valid());
+            let _ = session.close().await;
+            (h, errors, lost)
+        }));
+    }
+    let began = Instant::now();
+    start.wait().await;
+    let end = began + a.duration;
+    let mut recoveries = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
+    let (mut kills, mut unrecovered) = (0u64, 0u64);
+    while Instant::now() + a.kill_every < end {
+        tokio::time::sleep(a.kill_every).await;
+        let victim = leader(admin.clone()).await?;
+        // The kill returns once the process is reaped: dead from here on.
+        cluster.kill(victim);
+        let killed = Instant::now();
+        let killed_at = killed.duration_since(base).as_micros() as u64;
+        kills += 1;
+        let deadline = killed + Duration::from_secs(30);
+        loop {
+            if last_ok.load(std::sync::atomic::Ordering::SeqCst) > killed_at {
+                let _ = recoveries.record(killed.elapsed().as_micros().max(1) as u64);
+                break;
+            }
+            if Instant::now() > deadline {
+                unrecovered += 1;
+                eprintln!("no successful acquire within 30 s of killing node {victim}");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // Back on its data dir, as a supervisor would restart it.
+        cluster.start_node(victim)?;
+    }
+    tokio::time::sleep_until(end.into()).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut all = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
+    let (mut errors, mut lost) = (unrecovered, 0);
+    for w in workers {
+        let (h, e, l) = w.await?;
+        all.add(&h)?;
+        errors += e;
+        lost += l;
+    }
+    let secs = began.elapsed().as_secs_f64().max(a.duration.as_secs_f64());
+    Ok(RunResult {
+        workload: a.workload,
+        run,
+        clients: a.clients,
+        ops: all.len(),
+        errors,
+        ops_per_sec: all.len() as f64 / secs,
+        p50_ms: ms(&all, 0.5),
+        p90_ms: ms(&all, 0.9),
+        p99_ms: ms(&all, 0.99),
+        p999_ms: ms(&all, 0.999),
+        max_ms: all.max() as f64 / 1000.0,
+        lost_sessions: lost,
+        failover: Some(FailoverFigures {
+            kills,
+            recovered: recoveries.len(),
+            recovery_p50_ms: ms(&recoveries, 0.5),
+            recovery_max_ms: recoveries.max() as f64 / 1000.0,
+        }),
     })
 }

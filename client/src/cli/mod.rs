@@ -1,6 +1,7 @@
 //! Command-line parsing and the shared bits of every subcommand.
 
 mod bench;
+mod bench_cluster;
 mod describe;
 mod elect;
 mod list;
