@@ -45,7 +45,7 @@ pub struct LimitArgs {
     #[arg(long, env = "RAFTLOCK_MAX_WAITERS_PER_LOCK")]
     pub max_waiters_per_lock: Option<usize>,
     /// Most streams (keep-alive and observe) open on one client connection
-    /// [default: 1000].
+    /// [default: 10000].
     #[arg(long, env = "RAFTLOCK_MAX_KEEPALIVE_STREAMS_PER_CONNECTION")]
     pub max_keepalive_streams_per_connection: Option<usize>,
     /// Most requests in progress on one client connection, streams
@@ -90,7 +90,10 @@ impl Default for Limits {
             max_sessions_per_identity: 10_000,
             max_locks_per_session: hard::MAX_LOCKS_PER_SESSION,
             max_waiters_per_lock: hard::MAX_WAITERS_PER_LOCK,
-            max_keepalive_streams_per_connection: 1_000,
+            // The client library keeps one stream per session, and one
+            // identity may hold 10,000 sessions: a service holding that many
+            // over one connection must not lose them to this limit.
+            max_keepalive_streams_per_connection: 10_000,
             max_concurrent_requests_per_connection: 2_000,
         }
     }

@@ -207,10 +207,13 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     let mut client_builder = keepalive(tonic::transport::Server::builder())
         .tcp_nodelay(true)
         .http2_max_header_list_size(limits.max_metadata_bytes)
-        // The protocol's own bound sits above ours, so the per-connection
-        // limit answers first, with a status that says what happened.
+        // The protocol's own bound sits above ours (calls plus keep-alive
+        // and observe streams, which stay open), so the per-connection
+        // limits answer first, with a status that says what happened.
         .max_concurrent_streams(
-            (limits.max_concurrent_requests_per_connection as u32).saturating_add(64),
+            (limits.max_concurrent_requests_per_connection as u32)
+                .saturating_add(limits.max_keepalive_streams_per_connection as u32)
+                .saturating_add(64),
         );
     if let Some(tls) = config.tls.client_server() {
         client_builder = client_builder
