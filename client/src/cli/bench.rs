@@ -8,6 +8,7 @@ use hdrhistogram::Histogram;
 use raftlock_client::Client;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -176,52 +177,30 @@ async fn locks(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
     };
     let mut workers = Vec::new();
     let start = Arc::new(tokio::sync::Barrier::new(a.clients + 1));
+    let stop = Arc::new(AtomicBool::new(false));
     for w in 0..a.clients {
         // One client per worker: its own HTTP/2 connection, as separate
         // service instances would have.
         let client = Client::connect_with(&cli.endpoints, super::options(cli)?).await?;
         let session = client.session(a.ttl).await?;
-        let (start, workload, hold, duration) = (start.clone(), a.workload, a.hold, a.duration);
+        let worker = Worker {
+            id: w,
+            prefix: format!("bench/{run}"),
+            keys,
+            hold: (a.workload == Workload::Hold).then_some(a.hold),
+            stop: stop.clone(),
+            acquired: None,
+        };
+        let start = start.clone();
         workers.push(tokio::spawn(async move {
-            let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("valid bounds");
-            let mut errors = 0u64;
-            let mut rng = rand::rngs::StdRng::from_entropy();
             start.wait().await;
-            let end = Instant::now() + duration;
-            while Instant::now() < end {
-                let key = format!("bench/{run}/{}", rng.gen_range(0..keys));
-                let t = Instant::now();
-                let res = async {
-                    let g = session
-                        .lock(&key)
-                        .timeout(Duration::from_secs(30))
-                        .acquire()
-                        .await?;
-                    if workload == Workload::Hold {
-                        tokio::time::sleep(hold).await;
-                    }
-                    g.release().await
-                }
-                .await;
-                match res {
-                    Ok(()) => {
-                        let _ = h.record(t.elapsed().as_micros().max(1) as u64);
-                    }
-                    Err(e) => {
-                        errors += 1;
-                        if errors <= 3 {
-                            eprintln!("worker {w}: {e}");
-                        }
-                    }
-                }
-            }
-            let lost = u64::from(!session.is_valid());
-            let _ = session.close().await;
-            (h, errors, lost)
+            worker.run(session).await
         }));
     }
     let began = Instant::now();
     start.wait().await;
+    tokio::time::sleep(a.duration).await;
+    stop.store(true, Ordering::SeqCst);
     let mut all = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
     let (mut errors, mut lost) = (0, 0);
     for w in workers {
@@ -323,51 +302,27 @@ async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
     // by a new leader (a reply already in flight when the leader died
     // cannot pass for a recovery).
     let base = Instant::now();
-    let last_ok = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let last_ok = Arc::new(AtomicU64::new(0));
     // Workers run until the last kill has been recovered from, even past
     // --duration, so a late kill is not mistaken for an outage.
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();
     let start = Arc::new(tokio::sync::Barrier::new(a.clients + 1));
     for w in 0..a.clients {
         let client = Client::connect(&endpoints).await?;
         let session = client.session(a.ttl).await?;
-        let (start, last_ok, stop, keys) =
-            (start.clone(), last_ok.clone(), stop.clone(), a.keys.max(1));
+        let worker = Worker {
+            id: w,
+            prefix: format!("failover/{run}"),
+            keys: a.keys.max(1),
+            hold: None,
+            stop: stop.clone(),
+            acquired: Some((base, last_ok.clone())),
+        };
+        let start = start.clone();
         workers.push(tokio::spawn(async move {
-            let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("valid bounds");
-            let mut errors = 0u64;
-            let mut rng = rand::rngs::StdRng::from_entropy();
             start.wait().await;
-            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-                let key = format!("failover/{run}/{}", rng.gen_range(0..keys));
-                let t = Instant::now();
-                let sent = t.duration_since(base).as_micros() as u64;
-                let res = async {
-                    let g = session
-                        .lock(&key)
-                        .timeout(Duration::from_secs(30))
-                        .acquire()
-                        .await?;
-                    last_ok.fetch_max(sent, std::sync::atomic::Ordering::SeqCst);
-                    g.release().await
-                }
-                .await;
-                match res {
-                    Ok(()) => {
-                        let _ = h.record(t.elapsed().as_micros().max(1) as u64);
-                    }
-                    Err(e) => {
-                        errors += 1;
-                        if errors <= 3 {
-                            eprintln!("worker {w}: {e}");
-                        }
-                    }
-                }
-            }
-            let lost = u64::from(!session.is_valid());
-            let _ = session.close().await;
-            (h, errors, lost)
+            worker.run(session).await
         }));
     }
     let began = Instant::now();
@@ -385,7 +340,7 @@ async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
         kills += 1;
         let deadline = killed + Duration::from_secs(30);
         loop {
-            if last_ok.load(std::sync::atomic::Ordering::SeqCst) > killed_at {
+            if last_ok.load(Ordering::SeqCst) > killed_at {
                 let _ = recoveries.record(killed.elapsed().as_micros().max(1) as u64);
                 break;
             }
@@ -400,7 +355,7 @@ async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
         cluster.start_node(victim)?;
     }
     tokio::time::sleep_until(end.into()).await;
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    stop.store(true, Ordering::SeqCst);
     let mut all = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
     let (mut errors, mut lost) = (unrecovered, 0);
     for w in workers {
@@ -430,4 +385,60 @@ async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
             recovery_max_ms: recoveries.max() as f64 / 1000.0,
         }),
     })
+}
+
+/// One bench client: acquire + release (holding `hold` between) on random
+/// names `prefix/0..keys` until `stop`.
+struct Worker {
+    id: usize,
+    prefix: String,
+    keys: usize,
+    hold: Option<Duration>,
+    stop: Arc<AtomicBool>,
+    /// For failover: records, as microseconds since the `Instant`, when the
+    /// latest-sent acquire that succeeded was sent.
+    acquired: Option<(Instant, Arc<AtomicU64>)>,
+}
+
+impl Worker {
+    /// Runs until stopped; the latency histogram, errors, and whether the
+    /// session was lost.
+    async fn run(self, session: raftlock_client::Session) -> (Histogram<u64>, u64, u64) {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("valid bounds");
+        let mut errors = 0u64;
+        let mut rng = rand::rngs::StdRng::from_entropy();
+        while !self.stop.load(Ordering::SeqCst) {
+            let key = format!("{}/{}", self.prefix, rng.gen_range(0..self.keys));
+            let t = Instant::now();
+            let res = async {
+                let g = session
+                    .lock(&key)
+                    .timeout(Duration::from_secs(30))
+                    .acquire()
+                    .await?;
+                if let Some((base, last)) = &self.acquired {
+                    last.fetch_max(t.duration_since(*base).as_micros() as u64, Ordering::SeqCst);
+                }
+                if let Some(hold) = self.hold {
+                    tokio::time::sleep(hold).await;
+                }
+                g.release().await
+            }
+            .await;
+            match res {
+                Ok(()) => {
+                    let _ = h.record(t.elapsed().as_micros().max(1) as u64);
+                }
+                Err(e) => {
+                    errors += 1;
+                    if errors <= 3 {
+                        eprintln!("worker {}: {e}", self.id);
+                    }
+                }
+            }
+        }
+        let lost = u64::from(!session.is_valid());
+        let _ = session.close().await;
+        (h, errors, lost)
+    }
 }
