@@ -216,7 +216,32 @@ impl Cluster {
             cluster.start_node(id);
         }
         cluster.wait_for_leader(Duration::from_secs(20)).await;
+        // Two nodes elect a leader; tests that then talk to the third must
+        // not race its start.
+        cluster.wait_for_listeners(Duration::from_secs(20)).await;
         cluster
+    }
+
+    /// Waits until every running node accepts connections on its client
+    /// port.
+    pub async fn wait_for_listeners(&self, within: Duration) {
+        let deadline = Instant::now() + within;
+        for n in self.nodes.iter().filter(|n| n.child.is_some()) {
+            while tokio::net::TcpStream::connect(&n.client_addr)
+                .await
+                .is_err()
+            {
+                if Instant::now() > deadline {
+                    panic!(
+                        "node {} does not listen on {} within {within:?}; logs:\n{}",
+                        n.id,
+                        n.client_addr,
+                        self.logs()
+                    );
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
     }
 
     fn node(&mut self, id: u64) -> &mut TestNode {
@@ -413,7 +438,26 @@ impl Cluster {
             let text = std::fs::read_to_string(&n.log).unwrap_or_default();
             let lines: Vec<&str> = text.lines().collect();
             let tail = &lines[lines.len().saturating_sub(30)..];
-            out.push_str(&format!("--- node {} ---\n{}\n", n.id, tail.join("\n")));
+            // Whether the process is alive tells a node that never started
+            // from one that started and went quiet.
+            let process = match &n.child {
+                None => "not running (stopped by the test)".to_owned(),
+                Some(c) => std::fs::read_to_string(format!("/proc/{}/status", c.id()))
+                    .ok()
+                    .and_then(|st| {
+                        st.lines()
+                            .find(|l| l.starts_with("State:"))
+                            .map(str::to_owned)
+                    })
+                    .unwrap_or_else(|| format!("pid {} has exited", c.id())),
+            };
+            out.push_str(&format!(
+                "--- node {} (client {}, peer {}; {process}) ---\n{}\n",
+                n.id,
+                n.client_addr,
+                n.peer_addr,
+                tail.join("\n")
+            ));
         }
         out
     }
