@@ -207,6 +207,7 @@ pub(crate) struct Inner {
     leader: Mutex<Option<String>>,
     next: Mutex<usize>,
     pub(crate) options: Options,
+    pub(crate) keepalives: crate::keepalive::KeepAlives,
 }
 
 fn normalize(endpoint: &str) -> String {
@@ -300,6 +301,7 @@ impl Client {
                 leader: Mutex::new(None),
                 next: Mutex::new(0),
                 options,
+                keepalives: Default::default(),
             }),
         };
         // Find the leader now so the first real call goes straight to it;

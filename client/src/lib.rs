@@ -93,6 +93,7 @@ mod admin;
 mod client;
 mod election;
 mod error;
+mod keepalive;
 mod lock;
 mod session;
 mod types;

@@ -1,5 +1,5 @@
-//! Sessions: created with a TTL, kept alive in the background over one
-//! keep-alive stream to the leader, and judged locally (DESIGN.md rule 4):
+//! Sessions: created with a TTL, kept alive in the background over the
+//! client's one keep-alive stream to the leader (`keepalive.rs`), and judged locally (DESIGN.md rule 4):
 //! the session counts as valid only until the send time of the last
 //! acknowledged keep-alive plus the TTL minus a safety margin. Past that,
 //! the client reports it lost and never calls it valid again, even if a late
@@ -10,10 +10,9 @@ use crate::error::Error;
 use crate::lock::LockBuilder;
 use raftlock_proto::v1 as pb;
 use raftlock_proto::v1::session_client::SessionClient;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 #[derive(Clone, Debug)]
@@ -22,8 +21,8 @@ enum State {
     Ended(Error),
 }
 
-/// A live session. Clones share it; the keep-alive task stops when the last
-/// clone (and every lock guard of it) is dropped, or on [`Session::close`].
+/// A live session. Clones share it; it is no longer kept alive once the
+/// last clone (and every lock guard of it) is dropped, or on [`Session::close`].
 ///
 /// ```no_run
 /// # async fn f(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
@@ -43,15 +42,6 @@ pub(crate) struct SessionInner {
     pub(crate) id: u64,
     pub(crate) ttl: Duration,
     state: watch::Sender<State>,
-    task: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl Drop for SessionInner {
-    fn drop(&mut self) {
-        if let Some(t) = self.task.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            t.abort();
-        }
-    }
 }
 
 /// The margin subtracted from the TTL: covers the leader's and client's
@@ -118,16 +108,14 @@ impl Client {
             id: resp.session_id,
             ttl,
             state,
-            task: Mutex::new(None),
         });
-        let task = tokio::spawn(keep_alive(Arc::downgrade(&inner)));
-        *inner.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+        self.inner.keepalives.add(self, &inner, sent);
         Ok(Session { inner })
     }
 }
 
 impl SessionInner {
-    fn until(&self) -> Result<Instant, Error> {
+    pub(crate) fn until(&self) -> Result<Instant, Error> {
         match &*self.state.borrow() {
             State::Valid { until } if Instant::now() < *until => Ok(*until),
             State::Valid { .. } => Err(Error::SessionLost(self.id)),
@@ -137,7 +125,7 @@ impl SessionInner {
 
     /// Records an acknowledged keep-alive sent at `sent`, unless the session
     /// already counted as lost.
-    fn acknowledged(&self, sent: Instant) {
+    pub(crate) fn acknowledged(&self, sent: Instant) {
         let now = Instant::now();
         self.state.send_modify(|s| {
             if let State::Valid { until } = s {
@@ -150,115 +138,12 @@ impl SessionInner {
         });
     }
 
-    fn end(&self, e: Error) {
+    pub(crate) fn end(&self, e: Error) {
         self.state.send_modify(|s| {
             if matches!(s, State::Valid { .. }) {
                 *s = State::Ended(e);
             }
         });
-    }
-}
-
-/// Keeps the session alive until it ends or every handle is dropped.
-async fn keep_alive(weak: Weak<SessionInner>) {
-    let mut backoff = Duration::from_millis(50);
-    loop {
-        let Some(inner) = weak.upgrade() else { return };
-        if let Err(e) = inner.until() {
-            inner.end(e);
-            return;
-        }
-        let (id, ttl, client) = (inner.id, inner.ttl, inner.client.clone());
-        drop(inner);
-        let interval = ttl / 3;
-        // After a failure, retry soon: a failover leaves little of the TTL.
-        let max_backoff = (interval / 4).min(Duration::from_millis(250));
-        let addr = client.target();
-        let Ok(channel) = client.channel(&addr) else {
-            return;
-        };
-        // A renewal needs one quorum round on the leader: milliseconds. A
-        // node that takes longer is frozen, partitioned or deposed.
-        let patience = interval.min(Duration::from_secs(2));
-        let (tx, rx) = tokio::sync::mpsc::channel(4);
-        let opened = tokio::time::timeout(
-            patience,
-            SessionClient::new(channel).keep_alive(tokio_stream::wrappers::ReceiverStream::new(rx)),
-        )
-        .await;
-        let mut inbound = match opened {
-            Ok(Ok(r)) => r.into_inner(),
-            Ok(Err(status)) => {
-                tracing::debug!(session = id, node = %addr, error = %status.message(), "keep-alive stream refused");
-                client.learn(&addr, &status);
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(max_backoff);
-                continue;
-            }
-            Err(_) => {
-                tracing::debug!(session = id, node = %addr, "keep-alive stream did not open in time");
-                client.forget_leader(&addr);
-                continue;
-            }
-        };
-        loop {
-            let sent = Instant::now();
-            if tx
-                .send(pb::KeepAliveRequest { session_id: id })
-                .await
-                .is_err()
-            {
-                break;
-            }
-            match tokio::time::timeout(patience, inbound.message()).await {
-                Ok(Ok(Some(_))) => {
-                    let Some(inner) = weak.upgrade() else { return };
-                    inner.acknowledged(sent);
-                    tracing::trace!(session = id, node = %addr, "keep-alive acknowledged");
-                    client.remember_leader(&addr);
-                    backoff = Duration::from_millis(50);
-                }
-                Ok(Err(status)) if status.code() == tonic::Code::NotFound => {
-                    if let Some(inner) = weak.upgrade() {
-                        inner.end(Error::SessionGone(id));
-                    }
-                    return;
-                }
-                Ok(Err(status)) => {
-                    tracing::debug!(session = id, node = %addr, error = %status.message(), "keep-alive refused");
-                    client.learn(&addr, &status);
-                    break;
-                }
-                Ok(Ok(None)) | Err(_) => {
-                    tracing::debug!(session = id, node = %addr, "keep-alive unanswered");
-                    client.forget_leader(&addr);
-                    break;
-                }
-            }
-            // The server speaks unasked only to end the stream (it is
-            // stepping down or stopping); move on at once, not at the next
-            // renewal, since a failover leaves little of the TTL.
-            tokio::select! {
-                _ = tokio::time::sleep_until(sent + interval) => continue,
-                m = inbound.message() => match m {
-                    Ok(Some(_)) => continue,
-                    Ok(None) => client.forget_leader(&addr),
-                    Err(status) if status.code() == tonic::Code::NotFound => {
-                        if let Some(inner) = weak.upgrade() {
-                            inner.end(Error::SessionGone(id));
-                        }
-                        return;
-                    }
-                    Err(status) => {
-                        tracing::debug!(session = id, node = %addr, error = %status.message(), "keep-alive stream ended by server");
-                        client.learn(&addr, &status);
-                    }
-                },
-            }
-            break;
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(max_backoff);
     }
 }
 
@@ -343,15 +228,7 @@ impl Session {
     /// # Ok(()) }
     /// ```
     pub async fn close(&self) -> Result<(), Error> {
-        if let Some(t) = self
-            .inner
-            .task
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
-            t.abort();
-        }
+        self.inner.client.inner.keepalives.remove(self.inner.id);
         self.inner.end(Error::SessionGone(self.inner.id));
         let id = self.inner.id;
         let client = &self.inner.client;

@@ -514,6 +514,14 @@ pub mod raw {
         Ok(r.into_inner().session_id)
     }
 
+    /// Closes session `id` on `leader`, as another process holding its id would.
+    pub async fn close_session(leader: &str, id: u64) -> Result<(), tonic::Status> {
+        SessionClient::new(channel(leader).await)
+            .close(CloseSessionRequest { session_id: id })
+            .await
+            .map(|_| ())
+    }
+
     /// Creates a session on `leader` and never keeps it alive.
     pub async fn silent_session(leader: &str, ttl_ms: u64) -> u64 {
         create_session(leader, ttl_ms)

@@ -198,3 +198,43 @@ async fn observe_reports_each_leader_change_once_in_order_across_a_failover() {
         "an extra report"
     );
 }
+
+/// A client keeps all its sessions alive over one stream: on nodes that
+/// allow a connection only two long-lived streams, forty sessions of one
+/// client all outlive several TTLs. A session ended elsewhere is reported
+/// gone on that stream without disturbing the others.
+#[tokio::test]
+async fn many_sessions_share_one_keepalive_stream() {
+    let cluster = Cluster::start_with(3, &["--max-keepalive-streams-per-connection", "2"]).await;
+    let client = cluster.client().await;
+    let ttl = Duration::from_secs(2);
+    let mut sessions = Vec::new();
+    for _ in 0..40 {
+        sessions.push(client.session(ttl).await.unwrap());
+    }
+    // Closed through another client: this client's stream learns it is gone.
+    let other = cluster.client().await;
+    let victim = sessions.pop().unwrap();
+    raw::close_session(&other.status().await.unwrap().leader_addr, victim.id())
+        .await
+        .unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(5), victim.lost())
+        .await
+        .expect("the closed session is reported within a renewal interval");
+    assert!(matches!(reason, Error::SessionGone(_)), "{reason}");
+    tokio::time::sleep(ttl * 3).await;
+    for s in &sessions {
+        assert!(
+            s.is_valid(),
+            "session {} lost: {:?}",
+            s.id(),
+            s.valid_until()
+        );
+    }
+    let held = sessions[0]
+        .lock("shared/stream")
+        .try_acquire()
+        .await
+        .unwrap();
+    assert!(held.is_some());
+}

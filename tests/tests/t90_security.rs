@@ -622,7 +622,14 @@ async fn every_limit_is_answered_and_others_are_still_served() {
         });
         let ticker = tokio::spawn(async move {
             loop {
-                if tx.send(KeepAliveRequest { session_id: s }).await.is_err() {
+                if tx
+                    .send(KeepAliveRequest {
+                        session_id: s,
+                        shared: false,
+                    })
+                    .await
+                    .is_err()
+                {
                     return;
                 }
                 tokio::time::sleep(Duration::from_millis(1_000)).await;
@@ -799,9 +806,12 @@ async fn per_connection_limits_refuse_the_flooder_only() {
     let mut open = Vec::new();
     for i in 0..3 {
         let (tx, rx) = tokio::sync::mpsc::channel(1);
-        tx.send(KeepAliveRequest { session_id: s.id() })
-            .await
-            .unwrap();
+        tx.send(KeepAliveRequest {
+            session_id: s.id(),
+            shared: false,
+        })
+        .await
+        .unwrap();
         let r = raftlock_proto::v1::session_client::SessionClient::new(ch.clone())
             .keep_alive(tokio_stream::wrappers::ReceiverStream::new(rx))
             .await;

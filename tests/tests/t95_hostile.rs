@@ -287,7 +287,10 @@ async fn applied(access: &Access, addr: &str) -> u64 {
 async fn keep_alive_once(ch: Channel, session_id: u64) -> Result<KeepAliveResponse, Status> {
     let mut c = SessionClient::new(ch);
     let mut s = c
-        .keep_alive(futures::stream::iter(vec![KeepAliveRequest { session_id }]))
+        .keep_alive(futures::stream::iter(vec![KeepAliveRequest {
+            session_id,
+            shared: false,
+        }]))
         .await?
         .into_inner();
     match s.message().await? {
@@ -1357,6 +1360,7 @@ async fn wrong_credentials_and_foreign_sessions_are_refused() {
                 let mut s = c
                     .keep_alive(other.request(futures::stream::iter(vec![KeepAliveRequest {
                         session_id: b.session,
+                        shared: false,
                     }])))
                     .await?
                     .into_inner();

@@ -29,6 +29,32 @@ impl SessionService {
 
 type KeepAliveStream = Pin<Box<dyn Stream<Item = Result<KeepAliveResponse, Status>> + Send>>;
 
+/// Renewals taken off one stream at once: bounds the work one burst can
+/// queue behind a single confirmation round.
+const KEEPALIVE_BATCH: usize = 4096;
+
+/// Renews one session for `caller`; the session's TTL.
+async fn renew_one(
+    node: &Node,
+    leases: &LeaseDriver,
+    caller: &crate::auth::Caller,
+    session: u64,
+) -> Result<std::time::Duration, Status> {
+    convert::session_id(session)?;
+    node.check_session_owner(session, caller)
+        .await
+        .map_err(status)?;
+    leases
+        .renew(session)
+        .instrument(tracing::debug_span!(
+            "session.keepalive",
+            node = node.id,
+            session
+        ))
+        .await
+        .map_err(status)
+}
+
 #[tonic::async_trait]
 impl SessionApi for SessionService {
     async fn create(
@@ -103,7 +129,7 @@ impl SessionApi for SessionService {
         let out = async_stream_from(move |tx| async move {
             let _slot = slot;
             loop {
-                let msg = tokio::select! {
+                let first = tokio::select! {
                     m = inbound.next() => m,
                     // A stopping node has already handed leadership over:
                     // point the client at the successor now rather than
@@ -113,35 +139,52 @@ impl SessionApi for SessionService {
                         return;
                     }
                 };
-                let msg = match msg {
-                    Some(Ok(m)) => m,
-                    Some(Err(_)) | None => return,
-                };
-                let session = msg.session_id;
-                if let Err(e) = convert::session_id(session) {
-                    let _ = tx.send(Err(e)).await;
-                    return;
+                let Some(Ok(first)) = first else { return };
+                // A client renewing many sessions sends them in bursts:
+                // everything already received is renewed together, so the
+                // burst waits for one leadership confirmation, not one each.
+                let mut batch = vec![first];
+                let mut ended = false;
+                while batch.len() < KEEPALIVE_BATCH {
+                    match futures::FutureExt::now_or_never(inbound.next()) {
+                        Some(Some(Ok(m))) => batch.push(m),
+                        Some(Some(Err(_)) | None) => {
+                            ended = true;
+                            break;
+                        }
+                        None => break,
+                    }
                 }
-                if let Err(e) = node.check_session_owner(session, &caller).await {
-                    let _ = tx.send(Err(status(e))).await;
-                    return;
+                let answers = futures::future::join_all(
+                    batch
+                        .iter()
+                        .map(|m| renew_one(&node, &leases, &caller, m.session_id)),
+                )
+                .await;
+                for (msg, answer) in batch.iter().zip(answers) {
+                    let item = match answer {
+                        Ok(ttl) => Ok(KeepAliveResponse {
+                            session_id: msg.session_id,
+                            ttl_ms: ttl.as_millis() as u64,
+                            gone: false,
+                        }),
+                        // Only this session is over; the stream's others
+                        // go on being renewed.
+                        Err(e) if msg.shared && e.code() == tonic::Code::NotFound => {
+                            Ok(KeepAliveResponse {
+                                session_id: msg.session_id,
+                                ttl_ms: 0,
+                                gone: true,
+                            })
+                        }
+                        Err(e) => Err(e),
+                    };
+                    let failed = item.is_err();
+                    if tx.send(item).await.is_err() || failed {
+                        return;
+                    }
                 }
-                let res = leases
-                    .renew(session)
-                    .instrument(tracing::debug_span!(
-                        "session.keepalive",
-                        node = node.id,
-                        session
-                    ))
-                    .await;
-                let item = res
-                    .map(|ttl| KeepAliveResponse {
-                        session_id: session,
-                        ttl_ms: ttl.as_millis() as u64,
-                    })
-                    .map_err(status);
-                let failed = item.is_err();
-                if tx.send(item).await.is_err() || failed {
+                if ended {
                     return;
                 }
             }
