@@ -270,6 +270,47 @@ impl LockGuard {
         self.released.store(true, Ordering::SeqCst);
         release(&self.session, &self.grant).await
     }
+
+    /// Lets go of the guard without releasing the lock: it stays held until
+    /// [`Session::release`] with the returned grant, or until the session
+    /// ends (closed or expired). For locks held for a session's whole life,
+    /// such as a worker's shard assignments, without keeping a guard for
+    /// each.
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// let grant = s.lock("shards/17").acquire().await?.detach();
+    /// // ... later, or never: closing the session releases it too.
+    /// s.release(&grant).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn detach(self) -> Grant {
+        self.released.store(true, Ordering::SeqCst);
+        self.grant.clone()
+    }
+}
+
+impl Session {
+    /// Releases a lock this session holds under `grant` (from
+    /// [`LockGuard::detach`] or [`LockGuard::grant`]); the next waiter is
+    /// granted in the same log entry. A grant of another session is refused.
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session, g: raftlock_client::Grant) -> Result<(), raftlock_client::Error> {
+    /// s.release(&g).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn release(&self, grant: &Grant) -> Result<(), Error> {
+        if grant.session_id != self.id() {
+            return Err(Error::InvalidArgument(format!(
+                "lock {:?} was granted to session {}, not {}",
+                grant.name,
+                grant.session_id,
+                self.id()
+            )));
+        }
+        release(self, grant).await
+    }
 }
 
 async fn release(session: &Session, grant: &Grant) -> Result<(), Error> {
