@@ -111,6 +111,30 @@ fn describe() {
         "raftlock_grpc_requests_total",
         "Client gRPC requests by method and status code"
     );
+    describe_histogram!(
+        "raftlock_snapshot_build_seconds",
+        Unit::Seconds,
+        "Time to build a snapshot: serialize the state, write and fsync it"
+    );
+    describe_gauge!(
+        "raftlock_snapshot_build_last_seconds",
+        Unit::Seconds,
+        "Time the last snapshot build took"
+    );
+    describe_gauge!(
+        "raftlock_snapshot_bytes",
+        Unit::Bytes,
+        "Size of the last snapshot written or loaded"
+    );
+    describe_gauge!(
+        "raftlock_snapshot_index",
+        "Log index the last snapshot covers"
+    );
+    describe_gauge!(
+        "raftlock_snapshot_load_seconds",
+        Unit::Seconds,
+        "Time this process spent loading its snapshot at start"
+    );
 }
 
 /// Keeps the Raft and state-machine gauges current, and counts grants and

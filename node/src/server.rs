@@ -70,6 +70,8 @@ pub struct RunningNode {
 
 /// Opens the data dir, starts Raft and the listeners.
 pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
+    // Before the storage opens: loading the snapshot records how long it took.
+    crate::admin::recorder();
     let cluster = (!config.initial_cluster.is_empty()).then(|| cluster_id(&config.initial_cluster));
     let data = DataDir::open(&config.data_dir, config.id, cluster.as_deref())?;
     let (log, sm) = open_storage(&data).map_err(|e| StartError::Storage(e.to_string()))?;

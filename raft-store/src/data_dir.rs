@@ -16,6 +16,9 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// sled's page cache.
+const SLED_CACHE_BYTES: u64 = 64 << 20;
+
 /// The data-directory format this build writes and the newest it reads.
 pub const FORMAT_VERSION: u32 = 1;
 const IDENTITY_FILE: &str = "raftlock.json";
@@ -162,6 +165,10 @@ impl DataDir {
         };
         let db = sled::Config::new()
             .path(path.join("raft"))
+            // sled's default cache is 1 GiB. The log is read back mostly
+            // right after it is written (replication), and the state lives
+            // in memory already, so a small cache keeps RSS near the state.
+            .cache_capacity(SLED_CACHE_BYTES)
             .open()
             .map_err(|source| DataDirError::Database {
                 path: path.to_owned(),

@@ -98,11 +98,22 @@ impl StateMachineStore {
     /// there is one.
     pub fn open(snapshot_file: PathBuf) -> Result<Self, StorageError> {
         let mut state = AppliedState::default();
+        let started = std::time::Instant::now();
         if let Some((meta, data)) = read_snapshot_file(&snapshot_file)? {
+            let bytes = data.len();
             state.machine = LeaseMachine::from_snapshot(&data)
                 .map_err(|e| StorageIOError::read_snapshot(None, &e))?;
             state.last_applied = meta.last_log_id;
             state.last_membership = meta.last_membership;
+            let secs = started.elapsed().as_secs_f64();
+            metrics::gauge!("raftlock_snapshot_load_seconds").set(secs);
+            metrics::gauge!("raftlock_snapshot_bytes").set(bytes as f64);
+            tracing::info!(
+                index = state.last_applied.map(|l| l.index).unwrap_or(0),
+                bytes,
+                secs,
+                "snapshot loaded"
+            );
         }
         let (changes, _) = broadcast::channel(4096);
         Ok(StateMachineStore {
@@ -168,6 +179,7 @@ fn write_snapshot_file(
 
 impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
+        let started = std::time::Instant::now();
         let (data, last_applied, last_membership) = {
             let state = self.shared.read();
             (
@@ -176,6 +188,8 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
                 state.last_membership.clone(),
             )
         };
+        // Applies wait for the read lock meanwhile: this is the stall.
+        let serialize_secs = started.elapsed().as_secs_f64();
         let seq = self.snapshot_seq.fetch_add(1, Ordering::Relaxed);
         let snapshot_id = match last_applied {
             Some(l) => format!("{}-{}-{seq}", l.leader_id, l.index),
@@ -192,6 +206,19 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
         })
         .await
         .map_err(|e| StorageIOError::write_snapshot(None, &e))??;
+        let index = meta.last_log_id.map(|l| l.index).unwrap_or(0);
+        let secs = started.elapsed().as_secs_f64();
+        metrics::histogram!("raftlock_snapshot_build_seconds").record(secs);
+        metrics::gauge!("raftlock_snapshot_build_last_seconds").set(secs);
+        metrics::gauge!("raftlock_snapshot_bytes").set(data.len() as f64);
+        metrics::gauge!("raftlock_snapshot_index").set(index as f64);
+        tracing::info!(
+            index,
+            bytes = data.len(),
+            secs,
+            serialize_secs,
+            "snapshot written"
+        );
         Ok(Snapshot {
             meta,
             snapshot: Box::new(Cursor::new(data)),

@@ -38,7 +38,7 @@ fn the_prepared_state_is_reached_by_checked_steps_and_keeps_the_invariants() {
 /// snapshot's JSON) fail it.
 #[test]
 fn the_checker_catches_broken_states() {
-    let good: serde_json::Value = serde_json::from_slice(&prepared().to_snapshot()).unwrap();
+    let good: serde_json::Value = serde_json::from_slice(&prepared().to_json_snapshot()).unwrap();
     type Breakage = fn(&mut serde_json::Value);
     let breakages: [(&str, Breakage); 7] = [
         ("a holder's session is gone", |v| {

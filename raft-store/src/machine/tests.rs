@@ -508,13 +508,26 @@ mod queries {
         let restored = LeaseMachine::from_snapshot(&bytes).unwrap();
         assert_eq!(restored, log.m);
         assert_eq!(restored.to_snapshot(), bytes);
-        let newer = String::from_utf8(bytes)
+        // Version 1 (JSON) still restores, to the same state.
+        let json = log.m.to_json_snapshot();
+        assert_eq!(LeaseMachine::from_snapshot(&json).unwrap(), log.m);
+        let newer = String::from_utf8(json)
             .unwrap()
             .replace("\"version\":1", "\"version\":9");
         assert!(matches!(
             LeaseMachine::from_snapshot(newer.as_bytes()),
             Err(SnapshotError::UnsupportedVersion { found: 9, .. })
         ));
+        let mut newer_binary = bytes.clone();
+        newer_binary[8..12].copy_from_slice(&9u32.to_le_bytes());
+        assert!(matches!(
+            LeaseMachine::from_snapshot(&newer_binary),
+            Err(SnapshotError::UnsupportedVersion { found: 9, .. })
+        ));
         assert!(LeaseMachine::from_snapshot(b"garbage").is_err());
+        assert!(LeaseMachine::from_snapshot(&bytes[..bytes.len() - 1]).is_err());
+        let mut trailing = bytes.clone();
+        trailing.push(0);
+        assert!(LeaseMachine::from_snapshot(&trailing).is_err());
     }
 }

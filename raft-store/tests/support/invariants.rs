@@ -272,7 +272,11 @@ fn owners_in_snapshot(snapshot: &[u8]) -> Result<Option<BTreeMap<String, u64>>, 
     struct Machine {
         owners: Option<BTreeMap<String, u64>>,
     }
-    serde_json::from_slice::<Snapshot>(snapshot)
+    // Snapshots are binary; the JSON form carries the same fields by name.
+    let json = LeaseMachine::from_snapshot(snapshot)
+        .map_err(|e| format!("the snapshot does not restore: {e}"))?
+        .to_json_snapshot();
+    serde_json::from_slice::<Snapshot>(&json)
         .map(|s| s.machine.owners)
         .map_err(|e| format!("the snapshot's owners are not a map of counts: {e}"))
 }
