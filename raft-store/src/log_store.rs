@@ -176,10 +176,33 @@ fn key(index: u64) -> [u8; 8] {
     index.to_be_bytes()
 }
 
+/// Marks an entry stored in the binary (postcard) format. Entries written
+/// by earlier releases are JSON and start with `{`; both are read. Binary
+/// entries are about a third of the size and decode several times faster,
+/// which is most of the time a restart spends replaying the log after the
+/// snapshot.
+const BINARY_ENTRY: u8 = 0x01;
+
+/// Encodes one log entry as the store writes it.
+pub fn encode(entry: &Entry) -> Result<Vec<u8>, StorageError> {
+    postcard::to_io(entry, vec![BINARY_ENTRY]).map_err(|e| StorageIOError::write_logs(&e).into())
+}
+
 /// Decodes one stored log entry (a value of the `log` tree). Public so that
 /// the fuzz targets and property tests feed it exactly what the store reads.
 pub fn decode(bytes: &[u8]) -> Result<Entry, StorageError> {
-    serde_json::from_slice(bytes).map_err(|e| StorageIOError::read_logs(&e).into())
+    match bytes.split_first() {
+        Some((&BINARY_ENTRY, body)) => {
+            let (entry, rest) = postcard::take_from_bytes::<Entry>(body)
+                .map_err(|e| StorageIOError::read_logs(&e))?;
+            if !rest.is_empty() {
+                let e = io::Error::new(io::ErrorKind::InvalidData, "bytes after a log entry");
+                return Err(StorageIOError::read_logs(&e).into());
+            }
+            Ok(entry)
+        }
+        _ => serde_json::from_slice(bytes).map_err(|e| StorageIOError::read_logs(&e).into()),
+    }
 }
 
 impl RaftLogReader<TypeConfig> for LogStore {
@@ -266,7 +289,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let mut batch = sled::Batch::default();
         let mut count = 0u64;
         for entry in entries {
-            let bytes = serde_json::to_vec(&entry).map_err(|e| StorageIOError::write_logs(&e))?;
+            let bytes = encode(&entry)?;
             batch.insert(&key(entry.log_id.index), bytes);
             count += 1;
         }
@@ -310,5 +333,52 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .apply_batch(batch)
             .map_err(|e| StorageIOError::write_logs(&e))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::{Command, Mode, RequestId};
+    use openraft::{CommittedLeaderId, EntryPayload};
+
+    fn entry() -> Entry {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(3, 2), 42),
+            payload: EntryPayload::Normal(crate::Proposal::batch(
+                1_700_000_000_000,
+                vec![Command::Acquire {
+                    session: 7,
+                    name: "jobs/nightly".into(),
+                    request_id: RequestId(u128::MAX - 1),
+                    mode: Mode::Shared,
+                    permits: Some(3),
+                    wait_ms: None,
+                    metadata: b"worker-1".to_vec(),
+                }],
+            )),
+        }
+    }
+
+    /// Entries are written binary, and entries an earlier release wrote as
+    /// JSON still read back the same.
+    #[test]
+    fn binary_and_json_entries_decode_alike() {
+        let e = entry();
+        let binary = encode(&e).unwrap();
+        assert_eq!(binary[0], BINARY_ENTRY);
+        let json = serde_json::to_vec(&e).unwrap();
+        assert!(binary.len() < json.len());
+        // Entries have no PartialEq; their JSON (u128 request ids and all)
+        // stands in for it.
+        let from_binary = serde_json::to_vec(&decode(&binary).unwrap()).unwrap();
+        let from_json = serde_json::to_vec(&decode(&json).unwrap()).unwrap();
+        assert_eq!(from_binary, json);
+        assert_eq!(from_json, json);
+        let mut trailing = binary.clone();
+        trailing.push(0);
+        assert!(decode(&trailing).is_err());
+        assert!(decode(&binary[..binary.len() - 1]).is_err());
+        assert!(decode(&[BINARY_ENTRY]).is_err());
     }
 }
