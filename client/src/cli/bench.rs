@@ -4,6 +4,7 @@
 
 use super::{connect, Cli};
 use anyhow::Context;
+use futures::StreamExt;
 use hdrhistogram::Histogram;
 use raftlock_client::Client;
 use rand::{Rng, SeedableRng};
@@ -27,66 +28,76 @@ pub enum Workload {
     /// leader it SIGKILLs every `--kill-every` (and restarts): time from each
     /// kill to the next successful acquire, and lost sessions.
     Failover,
+    /// A cluster the bench starts itself, loaded with `--locks` held locks
+    /// over `--sessions` sessions: RSS per node, snapshot size and build
+    /// time, and time from restarting every node to serving again.
+    Scale,
 }
 
 #[derive(clap::Args)]
 pub struct Args {
     /// What to do.
     #[arg(long, value_enum, default_value = "uncontended")]
-    workload: Workload,
+    pub(super) workload: Workload,
     /// Concurrent clients (each with its own connection and session).
     #[arg(long, default_value_t = 16)]
-    clients: usize,
+    pub(super) clients: usize,
     /// Lock names to spread over (contended uses 1).
     #[arg(long, default_value_t = 10_000)]
     keys: usize,
     /// Length of each run.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    duration: Duration,
+    pub(super) duration: Duration,
     /// Runs; the summary is their median.
     #[arg(long, default_value_t = 3)]
     runs: usize,
     /// Hold time for `hold`.
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     hold: Duration,
-    /// Sessions for `keepalive`.
+    /// Sessions for `keepalive` and `scale`.
     #[arg(long, default_value_t = 1_000)]
-    sessions: usize,
+    pub(super) sessions: usize,
+    /// `scale`: locks to hold (spread over the sessions).
+    #[arg(long, default_value_t = 100_000)]
+    pub(super) locks: usize,
     /// Session TTL.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    ttl: Duration,
+    pub(super) ttl: Duration,
     /// `failover`: how often to kill the leader.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     kill_every: Duration,
-    /// `failover`: the server binary to start (default: `raftlockd` beside
+    /// `failover`, `scale`: the server binary to start (default: `raftlockd` beside
     /// this executable).
     #[arg(long)]
-    raftlockd: Option<std::path::PathBuf>,
+    pub(super) raftlockd: Option<std::path::PathBuf>,
 }
 
 #[derive(Serialize, Clone)]
-struct RunResult {
-    workload: Workload,
-    run: usize,
-    clients: usize,
-    ops: u64,
-    errors: u64,
-    ops_per_sec: f64,
-    p50_ms: f64,
-    p90_ms: f64,
-    p99_ms: f64,
-    p999_ms: f64,
-    max_ms: f64,
-    lost_sessions: u64,
+pub struct RunResult {
+    pub(super) workload: Workload,
+    pub(super) run: usize,
+    pub(super) clients: usize,
+    pub(super) ops: u64,
+    pub(super) errors: u64,
+    pub(super) ops_per_sec: f64,
+    pub(super) p50_ms: f64,
+    pub(super) p90_ms: f64,
+    pub(super) p99_ms: f64,
+    pub(super) p999_ms: f64,
+    pub(super) max_ms: f64,
+    pub(super) lost_sessions: u64,
     /// `failover`: leaders killed, and the time from each kill to the next
     /// successful acquire (median, max; a kill never followed by one within
     /// 30 s counts as an error).
     #[serde(skip_serializing_if = "Option::is_none")]
-    failover: Option<FailoverFigures>,
+    pub(super) failover: Option<FailoverFigures>,
+    /// `scale`: memory, snapshot and restart figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) scale: Option<super::bench_scale::ScaleFigures>,
 }
 
 #[derive(Serialize, Clone)]
-struct FailoverFigures {
+pub struct FailoverFigures {
     kills: u64,
     recovered: u64,
     recovery_p50_ms: f64,
@@ -96,7 +107,7 @@ struct FailoverFigures {
 pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     // Fail early with the usual message if the cluster is unreachable
     // (failover starts its own).
-    if a.workload != Workload::Failover {
+    if !matches!(a.workload, Workload::Failover | Workload::Scale) {
         connect(cli).await?;
     }
     let mut results = Vec::new();
@@ -118,6 +129,7 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
         let r = match a.workload {
             Workload::Keepalive => keepalive(cli, a, run).await?,
             Workload::Failover => failover(a, run).await?,
+            Workload::Scale => super::bench_scale::scale(a, run).await?,
             _ => locks(cli, a, run).await?,
         };
         println!(
@@ -134,6 +146,9 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
             r.max_ms,
             r.lost_sessions
         );
+        if let Some(f) = &r.scale {
+            println!("    {}", serde_json::to_string(f)?);
+        }
         if let Some(f) = &r.failover {
             println!(
                 "    leader killed {} times, next acquire after p50 {:.0} ms, max {:.0} ms ({} recovered)",
@@ -165,8 +180,30 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     Ok(if failed { 1 } else { 0 })
 }
 
-fn ms(h: &Histogram<u64>, q: f64) -> f64 {
+pub(super) fn ms(h: &Histogram<u64>, q: f64) -> f64 {
     h.value_at_quantile(q) as f64 / 1000.0
+}
+
+impl RunResult {
+    /// A result with `h`'s latencies and count, no rate and nothing lost.
+    pub(super) fn new(a: &Args, run: usize, h: &Histogram<u64>, errors: u64) -> RunResult {
+        RunResult {
+            workload: a.workload,
+            run,
+            clients: a.clients,
+            ops: h.len(),
+            errors,
+            ops_per_sec: 0.0,
+            p50_ms: ms(h, 0.5),
+            p90_ms: ms(h, 0.9),
+            p99_ms: ms(h, 0.99),
+            p999_ms: ms(h, 0.999),
+            max_ms: h.max() as f64 / 1000.0,
+            lost_sessions: 0,
+            failover: None,
+            scale: None,
+        }
+    }
 }
 
 async fn locks(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
@@ -201,8 +238,19 @@ async fn locks(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
     start.wait().await;
     tokio::time::sleep(a.duration).await;
     stop.store(true, Ordering::SeqCst);
+    summarize(a, run, workers, began, 0).await
+}
+
+/// The result of a run from its workers' results.
+async fn summarize(
+    a: &Args,
+    run: usize,
+    workers: Vec<tokio::task::JoinHandle<(Histogram<u64>, u64, u64)>>,
+    began: Instant,
+    more_errors: u64,
+) -> anyhow::Result<RunResult> {
     let mut all = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
-    let (mut errors, mut lost) = (0, 0);
+    let (mut errors, mut lost) = (more_errors, 0);
     for w in workers {
         let (h, e, l) = w.await?;
         all.add(&h)?;
@@ -211,19 +259,9 @@ async fn locks(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
     }
     let secs = began.elapsed().as_secs_f64().max(a.duration.as_secs_f64());
     Ok(RunResult {
-        workload: a.workload,
-        run,
-        clients: a.clients,
-        ops: all.len(),
-        errors,
         ops_per_sec: all.len() as f64 / secs,
-        p50_ms: ms(&all, 0.5),
-        p90_ms: ms(&all, 0.9),
-        p99_ms: ms(&all, 0.99),
-        p999_ms: ms(&all, 0.999),
-        max_ms: all.max() as f64 / 1000.0,
         lost_sessions: lost,
-        failover: None,
+        ..RunResult::new(a, run, &all, errors)
     })
 }
 
@@ -238,9 +276,18 @@ async fn keepalive(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult>
     let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
     let mut sessions = Vec::with_capacity(a.sessions);
     let mut errors = 0;
-    for i in 0..a.sessions {
-        let t = Instant::now();
-        match clients[i % clients.len()].session(a.ttl).await {
+    // Each client creates its sessions one at a time, all clients at once.
+    let mut created = futures::stream::iter(0..a.sessions)
+        .map(|i| {
+            let c = clients[i % clients.len()].clone();
+            async move {
+                let t = Instant::now();
+                (i, t, c.session(a.ttl).await)
+            }
+        })
+        .buffer_unordered(clients.len());
+    while let Some((i, t, r)) = created.next().await {
+        match r {
             Ok(s) => {
                 let _ = h.record(t.elapsed().as_micros().max(1) as u64);
                 sessions.push(s);
@@ -253,25 +300,18 @@ async fn keepalive(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult>
             }
         }
     }
+    drop(created);
     tokio::time::sleep(a.duration).await;
     let lost = sessions.iter().filter(|s| !s.is_valid()).count() as u64;
-    for s in &sessions {
-        let _ = s.close().await;
-    }
+    futures::stream::iter(&sessions)
+        .for_each_concurrent(clients.len(), |s| async move {
+            let _ = s.close().await;
+        })
+        .await;
     Ok(RunResult {
-        workload: a.workload,
-        run,
         clients: clients.len(),
-        ops: h.len(),
-        errors,
-        ops_per_sec: 0.0,
-        p50_ms: ms(&h, 0.5),
-        p90_ms: ms(&h, 0.9),
-        p99_ms: ms(&h, 0.99),
-        p999_ms: ms(&h, 0.999),
-        max_ms: h.max() as f64 / 1000.0,
         lost_sessions: lost,
-        failover: None,
+        ..RunResult::new(a, run, &h, errors)
     })
 }
 
@@ -356,34 +396,14 @@ async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
     }
     tokio::time::sleep_until(end.into()).await;
     stop.store(true, Ordering::SeqCst);
-    let mut all = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
-    let (mut errors, mut lost) = (unrecovered, 0);
-    for w in workers {
-        let (h, e, l) = w.await?;
-        all.add(&h)?;
-        errors += e;
-        lost += l;
-    }
-    let secs = began.elapsed().as_secs_f64().max(a.duration.as_secs_f64());
     Ok(RunResult {
-        workload: a.workload,
-        run,
-        clients: a.clients,
-        ops: all.len(),
-        errors,
-        ops_per_sec: all.len() as f64 / secs,
-        p50_ms: ms(&all, 0.5),
-        p90_ms: ms(&all, 0.9),
-        p99_ms: ms(&all, 0.99),
-        p999_ms: ms(&all, 0.999),
-        max_ms: all.max() as f64 / 1000.0,
-        lost_sessions: lost,
         failover: Some(FailoverFigures {
             kills,
             recovered: recoveries.len(),
             recovery_p50_ms: ms(&recoveries, 0.5),
             recovery_max_ms: recoveries.max() as f64 / 1000.0,
         }),
+        ..summarize(a, run, workers, began, unrecovered).await?
     })
 }
 

@@ -11,6 +11,7 @@ struct Member {
     id: u64,
     client: String,
     peer: String,
+    metrics: String,
     child: Option<Child>,
 }
 
@@ -57,6 +58,7 @@ impl LocalCluster {
                 id,
                 client: format!("127.0.0.1:{}", free_port()?),
                 peer: format!("127.0.0.1:{}", free_port()?),
+                metrics: format!("127.0.0.1:{}", free_port()?),
                 child: None,
             });
         }
@@ -80,6 +82,30 @@ impl LocalCluster {
     /// Client endpoints of every node.
     pub fn endpoints(&self) -> Vec<String> {
         self.members.iter().map(|m| m.client.clone()).collect()
+    }
+
+    /// Node ids.
+    pub fn ids(&self) -> Vec<u64> {
+        self.members.iter().map(|m| m.id).collect()
+    }
+
+    /// Node `id`'s client endpoint.
+    pub fn client_addr(&self, id: u64) -> Option<&str> {
+        self.member(id).map(|m| m.client.as_str())
+    }
+
+    /// Node `id`'s metrics endpoint (`/metrics`).
+    pub fn metrics_addr(&self, id: u64) -> Option<&str> {
+        self.member(id).map(|m| m.metrics.as_str())
+    }
+
+    /// Node `id`'s process id, while it runs.
+    pub fn pid(&self, id: u64) -> Option<u32> {
+        self.member(id)?.child.as_ref().map(|c| c.id())
+    }
+
+    fn member(&self, id: u64) -> Option<&Member> {
+        self.members.iter().find(|m| m.id == id)
     }
 
     /// Where the nodes' logs and data are.
@@ -124,6 +150,8 @@ impl LocalCluster {
             .arg(&m.client)
             .arg("--listen-peer")
             .arg(&m.peer)
+            .arg("--listen-metrics")
+            .arg(&m.metrics)
             .arg("--initial-cluster")
             .arg(&initial)
             .stdin(Stdio::null())
