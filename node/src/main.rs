@@ -158,6 +158,11 @@ async fn shutdown_signal() {
     }
 }
 
+// glibc's malloc spent almost half of a restart's replay of a million-lock
+// log in _int_malloc, malloc_consolidate and free (perf, docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
