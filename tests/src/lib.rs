@@ -219,7 +219,44 @@ impl Cluster {
         // Two nodes elect a leader; tests that then talk to the third must
         // not race its start.
         cluster.wait_for_listeners(Duration::from_secs(20)).await;
+        // A node that has not yet heard from the leader still runs its
+        // first, short election timer (no leader lease yet) and may stand,
+        // and the new term's blank entry would land in the middle of a test
+        // that counts entries.
+        cluster.wait_for_followers(Duration::from_secs(20)).await;
         cluster
+    }
+
+    /// Waits until every running node has heard from a leader.
+    pub async fn wait_for_followers(&self, within: Duration) {
+        let deadline = Instant::now() + within;
+        for n in self.nodes.iter().filter(|n| n.child.is_some()) {
+            loop {
+                let knows = match self.access.channel(&n.client_addr).await {
+                    Ok(channel) => {
+                        let mut req = self.access.request(StatusRequest::default());
+                        req.set_timeout(Duration::from_millis(500));
+                        ClusterClient::new(channel)
+                            .status(req)
+                            .await
+                            .is_ok_and(|s| s.into_inner().leader_id != 0)
+                    }
+                    Err(_) => false,
+                };
+                if knows {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    panic!(
+                        "node {} has not heard from a leader within {within:?}; logs:
+{}",
+                        n.id,
+                        self.logs()
+                    );
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
     }
 
     /// Waits until every running node accepts connections on its client
