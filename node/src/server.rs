@@ -24,8 +24,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::service::interceptor::InterceptedService;
+use tonic::transport::server::TcpIncoming;
 use tracing::{info, warn};
 
 /// Why a node could not start or stopped badly.
@@ -159,7 +159,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         b.http2_keepalive_interval(Some(Duration::from_secs(30)))
             .http2_keepalive_timeout(Some(Duration::from_secs(20)))
     };
-    let mut peer_builder = keepalive(tonic::transport::Server::builder().tcp_nodelay(true));
+    let mut peer_builder = keepalive(tonic::transport::Server::builder());
     if let Some(tls) = config.tls.peer_server() {
         peer_builder = peer_builder
             .tls_config(tls)
@@ -181,10 +181,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
             ClusterServer::new(ClusterService::new(node.clone())),
             peer_caller,
         ))
-        .serve_with_incoming_shutdown(
-            TcpListenerStream::new(peer_listener),
-            shutdown(stopped.clone()),
-        );
+        .serve_with_incoming_shutdown(incoming(peer_listener), shutdown(stopped.clone()));
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<SessionServer<SessionService>>().await;
     health.set_serving::<LockServer<LockService>>().await;
@@ -207,7 +204,6 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         .map_err(|e| StartError::Serve(format!("reflection: {e}")))?;
     let limits = &config.limits;
     let mut client_builder = keepalive(tonic::transport::Server::builder())
-        .tcp_nodelay(true)
         .http2_max_header_list_size(limits.max_metadata_bytes)
         // The protocol's own bound sits above ours (calls plus keep-alive
         // and observe streams, which stay open), so the per-connection
@@ -252,7 +248,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
             ClusterServer::new(ClusterService::new(node.clone())).max_decoding_message_size(max),
             authenticate,
         ))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(client_listener), shutdown(stopped));
+        .serve_with_incoming_shutdown(incoming(client_listener), shutdown(stopped));
     let servers = vec![tokio::spawn(peer_server), tokio::spawn(client_server)];
     let handle = crate::admin::recorder();
     tokio::spawn(crate::admin::track(node.clone()));
@@ -283,6 +279,16 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         stop,
         servers,
     })
+}
+
+/// Accepted connections with `TCP_NODELAY` set. tonic applies
+/// `Server::tcp_nodelay` only to listeners it binds itself, not to an
+/// incoming stream: without this, Nagle's algorithm held a response's
+/// trailing frames until the client's delayed ACK, about 40 ms, on roughly
+/// one call in a hundred (the 1-client p99 was 47 ms while every proposal
+/// committed in under 5 ms).
+fn incoming(listener: TcpListener) -> TcpIncoming {
+    TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
 async fn bind(addr: &str) -> Result<TcpListener, StartError> {

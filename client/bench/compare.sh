@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Two server builds side by side, in one invocation on one machine: for each
+# build a fresh `raftlockd dev` 3-node cluster (fsync on), the same client
+# binary and bench workloads (median of RUNS runs each), run in the order
+# base, new, base, new... so drift of a noisy machine hits both. Prints each
+# figure as the median over its clusters and as a ratio to the base build.
+#
+#   client/bench/compare.sh BASE_RAFTLOCKD NEW_RAFTLOCKD [DURATION] [RUNS] [ROUNDS]
+#
+# e.g. `cp target/release/raftlockd /tmp/raftlockd.base`, change and rebuild,
+# then `client/bench/compare.sh /tmp/raftlockd.base target/release/raftlockd`.
+# WORKLOADS overrides the list ("uncontended:1 uncontended:64 contended:16").
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BASE="$1"
+NEW="$2"
+DURATION="${3:-10s}"
+RUNS="${4:-3}"
+ROUNDS="${5:-2}"
+WORKLOADS="${WORKLOADS:-uncontended:1 uncontended:64 contended:16}"
+CLIENT=target/release/raftlock
+[ -x "$CLIENT" ] || { echo "build first: cargo build --release --bins"; exit 1; }
+OUT="$(mktemp -d)"
+DEV_PID=""
+cleanup() { [ -n "$DEV_PID" ] && kill "$DEV_PID" 2>/dev/null && wait "$DEV_PID" 2>/dev/null; rm -rf "$OUT"; }
+trap cleanup EXIT
+
+for round in $(seq "$ROUNDS"); do
+  for label in base new; do
+    if [ "$label" = base ]; then bin="$BASE"; else bin="$NEW"; fi
+    "$bin" dev >"$OUT/dev.txt" 2>&1 &
+    DEV_PID=$!
+    for _ in $(seq 100); do grep -q '^RAFTLOCK_ENDPOINTS=' "$OUT/dev.txt" && break; sleep 0.2; done
+    export RAFTLOCK_ENDPOINTS="$(sed -n 's/^RAFTLOCK_ENDPOINTS=//p' "$OUT/dev.txt")"
+    for w in $WORKLOADS; do
+      "$CLIENT" bench --workload "${w%%:*}" --clients "${w##*:}" --duration "$DURATION" --runs "$RUNS" \
+        >"$OUT/bench.txt"
+      echo "round $round $label $w: $(grep -E '^median' "$OUT/bench.txt")"
+      tail -1 "$OUT/bench.txt" | sed "s/^/$label $w /" >>"$OUT/results.txt"
+    done
+    kill "$DEV_PID"; wait "$DEV_PID" 2>/dev/null || true; DEV_PID=""
+  done
+done
+
+python3 - "$OUT/results.txt" <<'PY'
+import json, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    label, w, doc = line.split(" ", 2)
+    rows.setdefault((w, label), []).append(json.loads(doc)["median"])
+print()
+print(f"{'workload':<16} {'build':<5} {'clusters':>8} {'ops/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'ops/s vs base':>14} {'p50 vs base':>12} {'p99 vs base':>12}")
+for w in dict.fromkeys(k[0] for k in rows):
+    med = {l: {f: statistics.median(r[f] for r in rows[(w, l)]) for f in ("ops_per_sec", "p50_ms", "p99_ms")}
+           for l in ("base", "new")}
+    for l in ("base", "new"):
+        m, b = med[l], med["base"]
+        print(f"{w.replace(':', ' x'):<16} {l:<5} {len(rows[(w, l)]):>8} {m['ops_per_sec']:>8.0f} {m['p50_ms']:>8.2f} {m['p99_ms']:>8.2f}"
+              f" {m['ops_per_sec']/b['ops_per_sec']:>13.2f}x {m['p50_ms']/b['p50_ms']:>11.2f}x {m['p99_ms']/b['p99_ms']:>11.2f}x")
+PY
