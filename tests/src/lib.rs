@@ -28,6 +28,36 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
+/// Runs `raftlock bench ARGS --raftlockd <raftlockd>` with `env` added
+/// (the server binary is for workloads that start their own cluster; the
+/// others run against `RAFTLOCK_ENDPOINTS`), asserts that it succeeded, and
+/// returns its JSON summary (the last line it prints), whose `median` holds
+/// the figures, with what it printed under `stdout`.
+pub async fn run_bench(args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
+    let out = tokio::process::Command::new(binary("raftlock"))
+        .arg("bench")
+        .args(args)
+        .arg("--raftlockd")
+        .arg(binary("raftlockd"))
+        .envs(env.iter().copied())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("raftlock runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed:\n{stdout}\n{stderr}");
+    let mut json: serde_json::Value = serde_json::from_str(
+        stdout
+            .lines()
+            .last()
+            .unwrap_or_else(|| panic!("no output:\n{stderr}")),
+    )
+    .unwrap_or_else(|e| panic!("last line is not JSON ({e}):\n{stdout}"));
+    json["stdout"] = serde_json::Value::String(stdout.into_owned());
+    json
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())

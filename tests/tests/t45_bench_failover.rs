@@ -3,13 +3,12 @@
 //! figures themselves are for the benchmark to print, not for a test to
 //! time; this checks only what must hold on any machine.
 
-use raftlock_tests::binary;
+use raftlock_tests::run_bench;
 
 #[tokio::test]
 async fn failover_bench_kills_leaders_and_reports_every_recovery() {
-    let out = tokio::process::Command::new(binary("raftlock"))
-        .args([
-            "bench",
+    let json = run_bench(
+        &[
             "--workload",
             "failover",
             "--clients",
@@ -20,23 +19,11 @@ async fn failover_bench_kills_leaders_and_reports_every_recovery() {
             "2s",
             "--runs",
             "1",
-            "--raftlockd",
-        ])
-        .arg(binary("raftlockd"))
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("raftlock runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "bench failed:\n{stdout}\n{stderr}");
-    let json: serde_json::Value = serde_json::from_str(
-        stdout
-            .lines()
-            .last()
-            .unwrap_or_else(|| panic!("no output:\n{stderr}")),
+        ],
+        &[],
     )
-    .unwrap_or_else(|e| panic!("last line is not JSON ({e}):\n{stdout}"));
+    .await;
+    let stdout = json["stdout"].as_str().unwrap_or_default();
     let m = &json["median"];
     let f = &m["failover"];
     let kills = f["kills"].as_u64().expect("kills");

@@ -5,13 +5,12 @@
 //! on any machine (every lock held before and after, every node's snapshot
 //! written and loaded, no session lost).
 
-use raftlock_tests::binary;
+use raftlock_tests::run_bench;
 
 #[tokio::test]
 async fn scale_bench_holds_every_lock_across_a_full_restart() {
-    let out = tokio::process::Command::new(binary("raftlock"))
-        .args([
-            "bench",
+    let json = run_bench(
+        &[
             "--workload",
             "scale",
             "--clients",
@@ -24,25 +23,11 @@ async fn scale_bench_holds_every_lock_across_a_full_restart() {
             "60s",
             "--runs",
             "1",
-            "--raftlockd",
-        ])
-        .arg(binary("raftlockd"))
+        ],
         // Inherited by the bench's nodes: snapshots even under this small load.
-        .env("RAFTLOCK_SNAPSHOT_EVERY", "5")
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("raftlock runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "bench failed:\n{stdout}\n{stderr}");
-    let json: serde_json::Value = serde_json::from_str(
-        stdout
-            .lines()
-            .last()
-            .unwrap_or_else(|| panic!("no output:\n{stderr}")),
+        &[("RAFTLOCK_SNAPSHOT_EVERY", "5")],
     )
-    .unwrap_or_else(|e| panic!("last line is not JSON ({e}):\n{stdout}"));
+    .await;
     let m = &json["median"];
     let s = &m["scale"];
     assert_eq!(s["sessions"].as_u64(), Some(200), "{m}");
