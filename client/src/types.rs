@@ -189,6 +189,14 @@ pub struct Status {
     pub locks: u64,
     /// Queued waiters.
     pub waiters: u64,
+    /// Flush + fdatasync rounds of the node's Raft log since it started.
+    pub log_fsyncs: u64,
+    /// Log entries those rounds made durable.
+    pub log_entries_flushed: u64,
+    /// Commands the node proposed as leader that committed, since it started.
+    pub proposed_commands: u64,
+    /// Log entries those commands were grouped into (group commit).
+    pub proposed_entries: u64,
 }
 
 impl From<pb::StatusResponse> for Status {
@@ -214,6 +222,10 @@ impl From<pb::StatusResponse> for Status {
             sessions: s.sessions,
             locks: s.locks,
             waiters: s.waiters,
+            log_fsyncs: s.log_fsyncs,
+            log_entries_flushed: s.log_entries_flushed,
+            proposed_commands: s.proposed_commands,
+            proposed_entries: s.proposed_entries,
         }
     }
 }

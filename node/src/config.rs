@@ -66,6 +66,12 @@ pub struct NodeArgs {
     /// off; at most 65536].
     #[arg(long, env = "RAFTLOCK_MAX_BATCH_COMMANDS")]
     pub max_batch_commands: Option<usize>,
+    /// Log entries the leader has proposed and not yet applied at once
+    /// [default: 2; at most 64]. Commands that arrive meanwhile wait to
+    /// form the next entry; an entry of more than a few commands waits
+    /// until none is in flight, so load forms fewer, larger entries.
+    #[arg(long, env = "RAFTLOCK_PROPOSALS_IN_FLIGHT")]
+    pub proposals_in_flight: Option<usize>,
     /// Log format: text or json [default: text].
     #[arg(long, env = "RAFTLOCK_LOG_FORMAT")]
     pub log_format: Option<String>,
@@ -105,6 +111,7 @@ struct FileConfig {
     election_timeout_ms: Option<u64>,
     snapshot_every: Option<u64>,
     max_batch_commands: Option<usize>,
+    proposals_in_flight: Option<usize>,
     log_format: Option<String>,
     log_level: Option<String>,
     listen_metrics: Option<String>,
@@ -165,6 +172,8 @@ pub struct NodeConfig {
     pub election_timeout: Duration,
     /// Most commands per log entry.
     pub max_batch_commands: usize,
+    /// Entries proposed and not yet applied at once.
+    pub proposals_in_flight: usize,
     /// Entries between snapshots.
     pub snapshot_every: u64,
     /// `text` or `json`.
@@ -288,6 +297,19 @@ impl NodeArgs {
                 ),
             });
         }
+        let proposals_in_flight = self
+            .proposals_in_flight
+            .or(file.proposals_in_flight)
+            .unwrap_or(crate::batch::IN_FLIGHT);
+        if !(1..=crate::batch::MAX_IN_FLIGHT).contains(&proposals_in_flight) {
+            return Err(ConfigError::Invalid {
+                setting: "--proposals-in-flight",
+                reason: format!(
+                    "{proposals_in_flight} is not in 1..={}",
+                    crate::batch::MAX_IN_FLIGHT
+                ),
+            });
+        }
         let log_format = self
             .log_format
             .clone()
@@ -310,6 +332,7 @@ impl NodeArgs {
             heartbeat,
             election_timeout,
             max_batch_commands,
+            proposals_in_flight,
             snapshot_every: self
                 .snapshot_every
                 .or(file.snapshot_every)
@@ -484,6 +507,20 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(default.resolve().unwrap().max_batch_commands, 1024);
+    }
+
+    #[test]
+    fn proposals_in_flight_is_bounded() {
+        let with = |n| NodeArgs {
+            id: Some(1),
+            data_dir: Some("/d".into()),
+            proposals_in_flight: n,
+            ..Default::default()
+        };
+        assert_eq!(with(None).resolve().unwrap().proposals_in_flight, 2);
+        assert_eq!(with(Some(64)).resolve().unwrap().proposals_in_flight, 64);
+        assert!(with(Some(0)).resolve().is_err());
+        assert!(with(Some(65)).resolve().is_err());
     }
 
     #[test]

@@ -79,6 +79,8 @@ pub struct Node {
     pub peer_tls: Option<tonic::transport::ClientTlsConfig>,
     /// Groups concurrent proposals into shared log entries.
     pub batcher: crate::batch::Batcher,
+    /// Log write counters (fsyncs, entries made durable).
+    pub log_stats: Arc<raftlock_store::log_store::FlushStats>,
 }
 
 /// Wall-clock Unix ms, proposed as data with every command.

@@ -75,6 +75,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     let cluster = (!config.initial_cluster.is_empty()).then(|| cluster_id(&config.initial_cluster));
     let data = DataDir::open(&config.data_dir, config.id, cluster.as_deref())?;
     let (log, sm) = open_storage(&data).map_err(|e| StartError::Storage(e.to_string()))?;
+    let log_stats = log.stats();
     let shared = sm.shared();
     let auth = Arc::new(match &config.auth_file {
         Some(path) => Authenticator::load(path).map_err(|e| StartError::Auth(e.to_string()))?,
@@ -125,7 +126,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         config.id,
         raft.clone(),
         write_timeout,
-        crate::batch::IN_FLIGHT,
+        config.proposals_in_flight,
         config.max_batch_commands,
     );
     let node = Arc::new(Node {
@@ -142,6 +143,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         connections: Default::default(),
         peer_tls: config.tls.peer_client(),
         batcher,
+        log_stats,
     });
     let waits = Arc::new(Waits::default());
     tokio::spawn(waits.clone().dispatch(shared.clone()));

@@ -34,6 +34,17 @@ pub enum Workload {
     Scale,
 }
 
+/// How lock names are drawn.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Distribution {
+    /// Every name equally likely.
+    Uniform,
+    /// A few names hot, most cold (Zipf with `--zipf-exponent`; name 0 the
+    /// hottest), as real lock traffic often is.
+    Zipfian,
+}
+
 #[derive(clap::Args)]
 pub struct Args {
     /// What to do.
@@ -45,6 +56,13 @@ pub struct Args {
     /// Lock names to spread over (contended uses 1).
     #[arg(long, default_value_t = 10_000)]
     keys: usize,
+    /// How names are drawn from the `--keys`.
+    #[arg(long, value_enum, default_value = "uniform")]
+    distribution: Distribution,
+    /// Exponent of the zipfian distribution (YCSB uses 0.99; higher is
+    /// more skewed).
+    #[arg(long, default_value_t = 0.99)]
+    zipf_exponent: f64,
     /// Length of each run.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub(super) duration: Duration,
@@ -94,6 +112,84 @@ pub struct RunResult {
     /// `scale`: memory, snapshot and restart figures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) scale: Option<super::bench_scale::ScaleFigures>,
+    /// Lock workloads: the servers' own counters over the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) server: Option<ServerFigures>,
+}
+
+/// What the servers did during a run, from their status counters: how
+/// many commands the leader grouped into each log entry, and how often the
+/// logs were fsynced. These explain a throughput figure (one fsync per
+/// command is a different bottleneck from one per hundred).
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct ServerFigures {
+    /// The node that proposed the most entries during the run.
+    pub leader: u64,
+    /// Commands it proposed.
+    pub commands: u64,
+    /// Log entries it grouped them into.
+    pub entries: u64,
+    /// `commands / entries`.
+    pub commands_per_entry: f64,
+    /// Its log fsyncs per second.
+    pub leader_fsyncs_per_sec: f64,
+    /// Entries each of its fsyncs made durable.
+    pub leader_entries_per_fsync: f64,
+    /// Mean log fsyncs per second of the other nodes.
+    pub follower_fsyncs_per_sec: f64,
+}
+
+/// Every member's counters (as each node reports itself), by node id.
+async fn counters(client: &Client) -> Option<Vec<raftlock_client::Status>> {
+    let cluster = client.status().await.ok()?;
+    let mut out = Vec::new();
+    for m in &cluster.members {
+        out.push(client.node_status(&m.client_addr).await.ok()?);
+    }
+    Some(out)
+}
+
+/// The change in counters between two readings `secs` apart; None when a
+/// node is missing from either or nothing was proposed (a server too old
+/// to report counters answers zeros).
+fn server_figures(
+    before: &[raftlock_client::Status],
+    after: &[raftlock_client::Status],
+    secs: f64,
+) -> Option<ServerFigures> {
+    let deltas: Vec<(u64, u64, u64, u64, u64)> = after
+        .iter()
+        .map(|a| {
+            let b = before.iter().find(|b| b.node_id == a.node_id)?;
+            Some((
+                a.node_id,
+                a.proposed_commands.saturating_sub(b.proposed_commands),
+                a.proposed_entries.saturating_sub(b.proposed_entries),
+                a.log_fsyncs.saturating_sub(b.log_fsyncs),
+                a.log_entries_flushed.saturating_sub(b.log_entries_flushed),
+            ))
+        })
+        .collect::<Option<_>>()?;
+    let &(leader, commands, entries, fsyncs, flushed) = deltas.iter().max_by_key(|d| d.2)?;
+    if entries == 0 || secs <= 0.0 {
+        return None;
+    }
+    let followers: Vec<u64> = deltas
+        .iter()
+        .filter(|d| d.0 != leader)
+        .map(|d| d.3)
+        .collect();
+    Some(ServerFigures {
+        leader,
+        commands,
+        entries,
+        commands_per_entry: commands as f64 / entries as f64,
+        leader_fsyncs_per_sec: fsyncs as f64 / secs,
+        leader_entries_per_fsync: flushed as f64 / fsyncs.max(1) as f64,
+        follower_fsyncs_per_sec: followers.iter().sum::<u64>() as f64
+            / followers.len().max(1) as f64
+            / secs,
+    })
 }
 
 #[derive(Serialize, Clone)]
@@ -149,6 +245,18 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
         if let Some(f) = &r.scale {
             println!("    {}", serde_json::to_string(f)?);
         }
+        if let Some(s) = &r.server {
+            println!(
+                "    leader (node {}): {} commands in {} log entries ({:.1} per entry), {:.0} fsyncs/s ({:.2} entries per fsync); followers {:.0} fsyncs/s",
+                s.leader,
+                s.commands,
+                s.entries,
+                s.commands_per_entry,
+                s.leader_fsyncs_per_sec,
+                s.leader_entries_per_fsync,
+                s.follower_fsyncs_per_sec
+            );
+        }
         if let Some(f) = &r.failover {
             println!(
                 "    leader killed {} times, next acquire after p50 {:.0} ms, max {:.0} ms ({} recovered)",
@@ -202,6 +310,7 @@ impl RunResult {
             lost_sessions: 0,
             failover: None,
             scale: None,
+            server: None,
         }
     }
 }
@@ -211,6 +320,13 @@ async fn locks(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
         1
     } else {
         a.keys.max(1)
+    };
+    let picker = match a.distribution {
+        Distribution::Uniform => Picker::Uniform(keys),
+        Distribution::Zipfian => Picker::Zipf(
+            rand_distr::Zipf::new(keys as u64, a.zipf_exponent)
+                .map_err(|e| anyhow::anyhow!("--zipf-exponent {}: {e}", a.zipf_exponent))?,
+        ),
     };
     let mut workers = Vec::new();
     let start = Arc::new(tokio::sync::Barrier::new(a.clients + 1));
@@ -223,7 +339,7 @@ async fn locks(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
         let worker = Worker {
             id: w,
             prefix: format!("bench/{run}"),
-            keys,
+            keys: picker,
             hold: (a.workload == Workload::Hold).then_some(a.hold),
             stop: stop.clone(),
             acquired: None,
@@ -234,11 +350,20 @@ async fn locks(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
             worker.run(session).await
         }));
     }
+    let admin = Client::connect_with(&cli.endpoints, super::options(cli)?).await?;
+    let before = counters(&admin).await;
     let began = Instant::now();
     start.wait().await;
     tokio::time::sleep(a.duration).await;
     stop.store(true, Ordering::SeqCst);
-    summarize(a, run, workers, began, 0).await
+    let after = counters(&admin).await;
+    let secs = began.elapsed().as_secs_f64();
+    Ok(RunResult {
+        server: before
+            .zip(after)
+            .and_then(|(b, a)| server_figures(&b, &a, secs)),
+        ..summarize(a, run, workers, began, 0).await?
+    })
 }
 
 /// The result of a run from its workers' results.
@@ -354,7 +479,7 @@ async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
         let worker = Worker {
             id: w,
             prefix: format!("failover/{run}"),
-            keys: a.keys.max(1),
+            keys: Picker::Uniform(a.keys.max(1)),
             hold: None,
             stop: stop.clone(),
             acquired: Some((base, last_ok.clone())),
@@ -407,12 +532,29 @@ async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
     })
 }
 
+/// Draws lock names (as numbers `0..keys`).
+#[derive(Clone, Copy)]
+enum Picker {
+    Uniform(usize),
+    Zipf(rand_distr::Zipf<f64>),
+}
+
+impl Picker {
+    fn pick(&self, rng: &mut impl Rng) -> u64 {
+        match self {
+            Picker::Uniform(keys) => rng.gen_range(0..*keys as u64),
+            // Zipf draws 1..=keys; name 0 is the most likely.
+            Picker::Zipf(z) => rng.sample(z) as u64 - 1,
+        }
+    }
+}
+
 /// One bench client: acquire + release (holding `hold` between) on random
 /// names `prefix/0..keys` until `stop`.
 struct Worker {
     id: usize,
     prefix: String,
-    keys: usize,
+    keys: Picker,
     hold: Option<Duration>,
     stop: Arc<AtomicBool>,
     /// For failover: records, as microseconds since the `Instant`, when the
@@ -428,7 +570,7 @@ impl Worker {
         let mut errors = 0u64;
         let mut rng = rand::rngs::StdRng::from_entropy();
         while !self.stop.load(Ordering::SeqCst) {
-            let key = format!("{}/{}", self.prefix, rng.gen_range(0..self.keys));
+            let key = format!("{}/{}", self.prefix, self.keys.pick(&mut rng));
             let t = Instant::now();
             let res = async {
                 let g = session
@@ -460,5 +602,83 @@ impl Worker {
         let lost = u64::from(!session.is_valid());
         let _ = session.close().await;
         (h, errors, lost)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(
+        id: u64,
+        commands: u64,
+        entries: u64,
+        fsyncs: u64,
+        flushed: u64,
+    ) -> raftlock_client::Status {
+        raftlock_client::Status {
+            node_id: id,
+            role: "follower".into(),
+            term: 1,
+            leader_id: 1,
+            leader_addr: String::new(),
+            commit_index: 0,
+            applied_index: 0,
+            members: vec![],
+            learners: vec![],
+            sessions: 0,
+            locks: 0,
+            waiters: 0,
+            log_fsyncs: fsyncs,
+            log_entries_flushed: flushed,
+            proposed_commands: commands,
+            proposed_entries: entries,
+        }
+    }
+
+    #[test]
+    fn zipfian_names_are_in_range_and_skewed() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let z = Picker::Zipf(rand_distr::Zipf::new(1000, 0.99).unwrap());
+        let mut hits = vec![0u32; 1000];
+        for _ in 0..100_000 {
+            hits[z.pick(&mut rng) as usize] += 1;
+        }
+        // Name 0 is drawn far more often than a uniform draw's 100, and
+        // more than name 999.
+        assert!(hits[0] > 5_000, "name 0 drawn {} times", hits[0]);
+        assert!(hits[0] > 10 * hits[999], "{} vs {}", hits[0], hits[999]);
+        let u = Picker::Uniform(3);
+        assert!((0..1000).all(|_| u.pick(&mut rng) < 3));
+    }
+
+    #[test]
+    fn server_figures_are_the_leaders_change_over_the_run() {
+        let before = [
+            node(1, 10, 5, 100, 100),
+            node(2, 0, 0, 50, 50),
+            node(3, 0, 0, 60, 60),
+        ];
+        let after = [
+            node(1, 1010, 105, 200, 210),
+            node(2, 0, 0, 250, 160),
+            node(3, 0, 0, 160, 170),
+        ];
+        let f = server_figures(&before, &after, 2.0).expect("figures");
+        assert_eq!(
+            f,
+            ServerFigures {
+                leader: 1,
+                commands: 1000,
+                entries: 100,
+                commands_per_entry: 10.0,
+                leader_fsyncs_per_sec: 50.0,
+                leader_entries_per_fsync: 1.1,
+                follower_fsyncs_per_sec: 75.0,
+            }
+        );
+        // A node missing from a reading, or nothing proposed: no figures.
+        assert_eq!(server_figures(&before[..2], &after, 2.0), None);
+        assert_eq!(server_figures(&before, &before, 2.0), None);
     }
 }

@@ -9,6 +9,7 @@ use raftlock_proto::v1::cluster_server::Cluster as ClusterApi;
 use raftlock_proto::v1::*;
 use raftlock_store::NodeInfo;
 use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
@@ -95,6 +96,10 @@ impl ClusterApi for ClusterService {
             sessions: 0,
             locks: 0,
             waiters: 0,
+            log_fsyncs: self.node.log_stats.fsyncs.load(Ordering::Relaxed),
+            log_entries_flushed: self.node.log_stats.entries.load(Ordering::Relaxed),
+            proposed_commands: self.node.batcher.stats().commands.load(Ordering::Relaxed),
+            proposed_entries: self.node.batcher.stats().entries.load(Ordering::Relaxed),
         };
         if let Some(c) = self
             .node
