@@ -2,7 +2,8 @@
 //! every node reports its log fsyncs and the commands and entries it
 //! proposed in `Status`, and a lock workload prints their change over the
 //! run. Checked against a real cluster: the counters move with the load,
-//! and the bench's figures agree with what the nodes report.
+//! and the bench's figures agree with what the nodes report. The bench
+//! can also start its own cluster and run a fixed number of ops.
 
 use raftlock_tests::{run_bench, Cluster};
 
@@ -67,5 +68,32 @@ async fn bench_reports_what_the_leader_proposed_and_fsynced() {
             assert!(f.log_fsyncs > 0, "node {}: {f:?}", n.id);
             assert_eq!(f.proposed_entries, 0, "node {}: {f:?}", n.id);
         }
+    }
+}
+
+#[tokio::test]
+async fn bench_runs_an_op_count_on_a_cluster_it_starts() {
+    let json = run_bench(
+        &[
+            "--start-cluster",
+            "--clients",
+            "3",
+            "--ops",
+            "120",
+            "--runs",
+            "2",
+        ],
+        &[],
+    )
+    .await;
+    for run in json["runs"].as_array().expect("runs") {
+        // Exactly the ops asked for, however long they took.
+        assert_eq!(run["ops"].as_u64(), Some(120), "{run}");
+        assert_eq!(run["errors"].as_u64(), Some(0), "{run}");
+        assert!(run["ops_per_sec"].as_f64().unwrap() > 0.0, "{run}");
+        assert!(
+            run["server"]["commands"].as_u64().unwrap() >= 2 * 120 - 2 * 3,
+            "{run}"
+        );
     }
 }

@@ -66,6 +66,15 @@ pub struct Args {
     /// Length of each run.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub(super) duration: Duration,
+    /// Lock workloads: end each run after this many ops (acquire + release)
+    /// instead of after `--duration`.
+    #[arg(long)]
+    ops: Option<u64>,
+    /// Lock and keepalive workloads: start a 3-node cluster of `raftlockd`
+    /// (see `--raftlockd`) for this invocation instead of using
+    /// `--endpoints`. (`failover` and `scale` always start their own.)
+    #[arg(long)]
+    start_cluster: bool,
     /// Runs; the summary is their median.
     #[arg(long, default_value_t = 3)]
     runs: usize,
@@ -84,7 +93,7 @@ pub struct Args {
     /// `failover`: how often to kill the leader.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     kill_every: Duration,
-    /// `failover`, `scale`: the server binary to start (default: `raftlockd` beside
+    /// `failover`, `scale`, `--start-cluster`: the server binary to start (default: `raftlockd` beside
     /// this executable).
     #[arg(long)]
     pub(super) raftlockd: Option<std::path::PathBuf>,
@@ -203,9 +212,25 @@ pub struct FailoverFigures {
 pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     // Fail early with the usual message if the cluster is unreachable
     // (failover starts its own).
-    if !matches!(a.workload, Workload::Failover | Workload::Scale) {
-        connect(cli).await?;
-    }
+    let own_cluster = matches!(a.workload, Workload::Failover | Workload::Scale);
+    // Kept until the end of the invocation; dropping it stops the nodes.
+    let mut started = None;
+    let endpoints = if a.start_cluster && !own_cluster {
+        let exe = super::bench_cluster::find_raftlockd(a.raftlockd.as_deref())?;
+        let cluster = super::bench_cluster::LocalCluster::start(exe, 3)?;
+        let endpoints = cluster.endpoints();
+        wait_for_leader(&Client::connect(&endpoints).await?)
+            .await
+            .with_context(|| format!("node logs in {}", cluster.dir().display()))?;
+        eprintln!("started a 3-node cluster: {}", endpoints.join(","));
+        started = Some(cluster);
+        endpoints
+    } else {
+        if !own_cluster {
+            connect(cli).await?;
+        }
+        cli.endpoints.clone()
+    };
     let mut results = Vec::new();
     println!(
         "{:<12} {:>3} {:>8} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}",
@@ -223,10 +248,10 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     );
     for run in 1..=a.runs.max(1) {
         let r = match a.workload {
-            Workload::Keepalive => keepalive(cli, a, run).await?,
+            Workload::Keepalive => keepalive(cli, &endpoints, a, run).await?,
             Workload::Failover => failover(a, run).await?,
             Workload::Scale => super::bench_scale::scale(a, run).await?,
-            _ => locks(cli, a, run).await?,
+            _ => locks(cli, &endpoints, a, run).await?,
         };
         println!(
             "{:<12} {:>3} {:>8} {:>7} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>5}",
@@ -279,6 +304,7 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
         "{}",
         serde_json::to_string(&serde_json::json!({ "median": median, "runs": results }))?
     );
+    drop(started);
     // Errors while a leader is down are expected of a failover run; a lost
     // session or a kill never recovered from is not.
     let failed = results.iter().any(|r| match &r.failover {
@@ -315,7 +341,7 @@ impl RunResult {
     }
 }
 
-async fn locks(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
+async fn locks(cli: &Cli, endpoints: &[String], a: &Args, run: usize) -> anyhow::Result<RunResult> {
     let keys = if a.workload == Workload::Contended {
         1
     } else {
@@ -331,10 +357,11 @@ async fn locks(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
     let mut workers = Vec::new();
     let start = Arc::new(tokio::sync::Barrier::new(a.clients + 1));
     let stop = Arc::new(AtomicBool::new(false));
+    let budget = a.ops.map(|n| Arc::new(AtomicU64::new(n)));
     for w in 0..a.clients {
         // One client per worker: its own HTTP/2 connection, as separate
         // service instances would have.
-        let client = Client::connect_with(&cli.endpoints, super::options(cli)?).await?;
+        let client = Client::connect_with(endpoints, super::options(cli)?).await?;
         let session = client.session(a.ttl).await?;
         let worker = Worker {
             id: w,
@@ -342,6 +369,7 @@ async fn locks(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
             keys: picker,
             hold: (a.workload == Workload::Hold).then_some(a.hold),
             stop: stop.clone(),
+            budget: budget.clone(),
             acquired: None,
         };
         let start = start.clone();
@@ -350,11 +378,20 @@ async fn locks(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
             worker.run(session).await
         }));
     }
-    let admin = Client::connect_with(&cli.endpoints, super::options(cli)?).await?;
+    let admin = Client::connect_with(endpoints, super::options(cli)?).await?;
     let before = counters(&admin).await;
     let began = Instant::now();
     start.wait().await;
-    tokio::time::sleep(a.duration).await;
+    match &budget {
+        // Workers stop by themselves once every op is taken; those still
+        // in flight finish as after `--duration`.
+        Some(left) => {
+            while left.load(Ordering::SeqCst) > 0 && workers.iter().any(|w| !w.is_finished()) {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        None => tokio::time::sleep(a.duration).await,
+    }
     stop.store(true, Ordering::SeqCst);
     let after = counters(&admin).await;
     let secs = began.elapsed().as_secs_f64();
@@ -382,7 +419,10 @@ async fn summarize(
         errors += e;
         lost += l;
     }
-    let secs = began.elapsed().as_secs_f64().max(a.duration.as_secs_f64());
+    let secs = match a.ops {
+        Some(_) if a.workload != Workload::Failover => began.elapsed().as_secs_f64(),
+        _ => began.elapsed().as_secs_f64().max(a.duration.as_secs_f64()),
+    };
     Ok(RunResult {
         ops_per_sec: all.len() as f64 / secs,
         lost_sessions: lost,
@@ -390,11 +430,16 @@ async fn summarize(
     })
 }
 
-async fn keepalive(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult> {
+async fn keepalive(
+    cli: &Cli,
+    endpoints: &[String],
+    a: &Args,
+    run: usize,
+) -> anyhow::Result<RunResult> {
     let clients: Vec<Client> = {
         let mut v = Vec::new();
         for _ in 0..a.clients.max(1) {
-            v.push(Client::connect_with(&cli.endpoints, super::options(cli)?).await?);
+            v.push(Client::connect_with(endpoints, super::options(cli)?).await?);
         }
         v
     };
@@ -440,26 +485,28 @@ async fn keepalive(cli: &Cli, a: &Args, run: usize) -> anyhow::Result<RunResult>
     })
 }
 
+/// The leader's id, once the cluster has one (within 30 s).
+async fn wait_for_leader(admin: &Client) -> anyhow::Result<u64> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(s) = admin.status().await {
+            if s.leader_id != 0 {
+                return Ok(s.leader_id);
+            }
+        }
+        if Instant::now() > deadline {
+            anyhow::bail!("no leader within 30 s");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
     let exe = super::bench_cluster::find_raftlockd(a.raftlockd.as_deref())?;
     let mut cluster = super::bench_cluster::LocalCluster::start(exe, 3)?;
     let endpoints = cluster.endpoints();
     let admin = Client::connect(&endpoints).await?;
-    let leader = |admin: Client| async move {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(s) = admin.status().await {
-                if s.leader_id != 0 {
-                    return Ok(s.leader_id);
-                }
-            }
-            if Instant::now() > deadline {
-                anyhow::bail!("no leader within 30 s");
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    leader(admin.clone())
+    wait_for_leader(&admin)
         .await
         .with_context(|| format!("node logs in {}", cluster.dir().display()))?;
     // Microseconds since `base` at which the latest-started acquire that
@@ -482,6 +529,7 @@ async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
             keys: Picker::Uniform(a.keys.max(1)),
             hold: None,
             stop: stop.clone(),
+            budget: None,
             acquired: Some((base, last_ok.clone())),
         };
         let start = start.clone();
@@ -497,7 +545,7 @@ async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
     let (mut kills, mut unrecovered) = (0u64, 0u64);
     while Instant::now() + a.kill_every < end {
         tokio::time::sleep(a.kill_every).await;
-        let victim = leader(admin.clone()).await?;
+        let victim = wait_for_leader(&admin).await?;
         // The kill returns once the process is reaped: dead from here on.
         cluster.kill(victim);
         let killed = Instant::now();
@@ -557,6 +605,8 @@ struct Worker {
     keys: Picker,
     hold: Option<Duration>,
     stop: Arc<AtomicBool>,
+    /// `--ops`: ops not yet taken by any worker.
+    budget: Option<Arc<AtomicU64>>,
     /// For failover: records, as microseconds since the `Instant`, when the
     /// latest-sent acquire that succeeded was sent.
     acquired: Option<(Instant, Arc<AtomicU64>)>,
@@ -570,6 +620,14 @@ impl Worker {
         let mut errors = 0u64;
         let mut rng = rand::rngs::StdRng::from_entropy();
         while !self.stop.load(Ordering::SeqCst) {
+            if let Some(left) = &self.budget {
+                if left
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_err()
+                {
+                    break;
+                }
+            }
             let key = format!("{}/{}", self.prefix, self.keys.pick(&mut rng));
             let t = Instant::now();
             let res = async {
