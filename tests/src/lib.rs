@@ -191,60 +191,76 @@ impl Cluster {
                 .with_test_writer()
                 .try_init();
         }
-        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let dir = tempfile::Builder::new()
-            .prefix("raftlock-test-")
-            .tempdir()
-            .expect("temp dir");
-        let mut nodes = Vec::new();
-        for id in 1..=n {
-            nodes.push(TestNode {
-                id,
-                client_addr: format!("127.0.0.1:{}", free_port()),
-                peer_addr: format!("127.0.0.1:{}", free_port()),
-                metrics_addr: format!("127.0.0.1:{}", free_port()),
-                data_dir: dir.path().join(format!("node-{id}")),
-                log: dir.path().join(format!("node-{id}.log")),
-                child: None,
-                joiner: false,
-            });
-        }
-        let initial = nodes
-            .iter()
-            .map(|n| format!("{}={}/{}", n.id, n.peer_addr, n.client_addr))
-            .collect::<Vec<_>>()
-            .join(",");
-        let mut cluster = Cluster {
-            nodes,
-            initial,
-            dir,
-            extra_args: args.iter().map(|a| (*a).to_owned()).collect(),
-            access,
-            _serial: serial,
-        };
-        if let Some(file) = backup {
+        // A port picked free can be taken before the node binds it (by
+        // another socket's ephemeral port): start again on fresh ports
+        // rather than fail a test over it. Nothing else is retried.
+        let mut attempt = 1;
+        let cluster = loop {
+            let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+            let dir = tempfile::Builder::new()
+                .prefix("raftlock-test-")
+                .tempdir()
+                .expect("temp dir");
+            let mut nodes = Vec::new();
             for id in 1..=n {
-                let node = &cluster.nodes[(id - 1) as usize];
-                let out = Command::new(binary("raftlockd"))
-                    .arg("restore")
-                    .arg("--snapshot")
-                    .arg(file)
-                    .args(["--id", &id.to_string()])
-                    .arg("--data-dir")
-                    .arg(&node.data_dir)
-                    .args(["--initial-cluster", &cluster.initial])
-                    .output()
-                    .expect("raftlockd restore runs");
-                assert!(
-                    out.status.success(),
-                    "restore of node {id} failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
+                nodes.push(TestNode {
+                    id,
+                    client_addr: format!("127.0.0.1:{}", free_port()),
+                    peer_addr: format!("127.0.0.1:{}", free_port()),
+                    metrics_addr: format!("127.0.0.1:{}", free_port()),
+                    data_dir: dir.path().join(format!("node-{id}")),
+                    log: dir.path().join(format!("node-{id}.log")),
+                    child: None,
+                    joiner: false,
+                });
             }
-        }
-        for id in 1..=n {
-            cluster.start_node(id);
-        }
+            let initial = nodes
+                .iter()
+                .map(|n| format!("{}={}/{}", n.id, n.peer_addr, n.client_addr))
+                .collect::<Vec<_>>()
+                .join(",");
+            let mut cluster = Cluster {
+                nodes,
+                initial,
+                dir,
+                extra_args: args.iter().map(|a| (*a).to_owned()).collect(),
+                access: access.clone(),
+                _serial: serial,
+            };
+            if let Some(file) = backup {
+                for id in 1..=n {
+                    let node = &cluster.nodes[(id - 1) as usize];
+                    let out = Command::new(binary("raftlockd"))
+                        .arg("restore")
+                        .arg("--snapshot")
+                        .arg(file)
+                        .args(["--id", &id.to_string()])
+                        .arg("--data-dir")
+                        .arg(&node.data_dir)
+                        .args(["--initial-cluster", &cluster.initial])
+                        .output()
+                        .expect("raftlockd restore runs");
+                    assert!(
+                        out.status.success(),
+                        "restore of node {id} failed: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+            }
+            for id in 1..=n {
+                cluster.start_node(id);
+            }
+            match cluster.lost_a_port_race(Duration::from_secs(20)).await {
+                Some(id) if attempt < 3 => {
+                    eprintln!(
+                        "node {id} could not bind its port (attempt {attempt}); starting again on fresh ports:\n{}",
+                        cluster.logs()
+                    );
+                    attempt += 1;
+                }
+                _ => break cluster,
+            }
+        };
         cluster.wait_for_leader(Duration::from_secs(20)).await;
         // Two nodes elect a leader; tests that then talk to the third must
         // not race its start.
@@ -255,6 +271,38 @@ impl Cluster {
         // that counts entries.
         cluster.wait_for_followers(Duration::from_secs(20)).await;
         cluster
+    }
+
+    /// Waits until every node serves or one has exited because a port was
+    /// taken; returns that node's id. A node that exits
+    /// for any other reason, or one slow to listen, is left to the waits
+    /// that follow, which fail with its logs.
+    async fn lost_a_port_race(&mut self, within: Duration) -> Option<u64> {
+        let deadline = Instant::now() + within;
+        loop {
+            let mut listening = 0;
+            for n in &mut self.nodes {
+                let Some(child) = n.child.as_mut() else {
+                    listening += 1;
+                    continue;
+                };
+                let log = std::fs::read_to_string(&n.log).unwrap_or_default();
+                // Printed once both listeners are bound (a connection test
+                // could reach whatever else holds the port).
+                if log.contains("raftlockd serving") {
+                    listening += 1;
+                } else if let Ok(Some(_)) = child.try_wait() {
+                    let port_taken = log.lines().any(|l| {
+                        l.contains("cannot listen on") && l.contains("Address already in use")
+                    });
+                    return port_taken.then_some(n.id);
+                }
+            }
+            if listening == self.nodes.len() || Instant::now() > deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Waits until every running node has heard from a leader.
@@ -374,7 +422,13 @@ impl Cluster {
             .arg(&node.metrics_addr)
             .env(
                 "RUST_LOG",
-                std::env::var("RAFTLOCK_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()),
+                // The start-up line tells the harness that a node serves,
+                // whatever filter RAFTLOCK_TEST_LOG sets.
+                format!(
+                    "{},raftlock_node::server=info",
+                    std::env::var("RAFTLOCK_TEST_LOG")
+                        .unwrap_or_else(|_| "info,openraft=warn".into())
+                ),
             )
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log file"))
@@ -504,7 +558,23 @@ impl Cluster {
         for n in &self.nodes {
             let text = std::fs::read_to_string(&n.log).unwrap_or_default();
             let lines: Vec<&str> = text.lines().collect();
-            let tail = &lines[lines.len().saturating_sub(30)..];
+            let cut = lines.len().saturating_sub(30);
+            // Why a process died is printed before its backtrace, which
+            // alone fills the tail: keep such lines from above it too.
+            let mut in_error = false;
+            let mut tail: Vec<&str> = lines[..cut]
+                .iter()
+                .filter(|l| {
+                    if l.starts_with("Error:") {
+                        in_error = true;
+                    } else if l.starts_with("Stack backtrace:") {
+                        in_error = false;
+                    }
+                    in_error || l.contains("panicked at")
+                })
+                .copied()
+                .collect();
+            tail.extend_from_slice(&lines[cut..]);
             // Whether the process is alive tells a node that never started
             // from one that started and went quiet.
             let process = match &n.child {
