@@ -1,5 +1,6 @@
-//! A 3-node `raftlockd` cluster the `failover` bench starts itself, so it can
-//! kill the leader by PID and restart it on the same data dir. Loopback only,
+//! A 3-node `raftlockd` cluster the bench starts itself (`failover`,
+//! `scale`, `--start-cluster`), so it can kill a node by PID and restart it
+//! on the same data dir. Loopback only,
 //! free ports, a temporary directory; every process it started is killed when
 //! it is dropped.
 
@@ -47,8 +48,71 @@ pub fn find_raftlockd(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
 }
 
 impl LocalCluster {
-    /// Starts `n` nodes of `exe`.
+    /// Starts `n` nodes of `exe` and waits until each accepts connections.
+    /// A port picked free can be taken by another socket before the node
+    /// binds it: when a node exits saying so, the cluster starts again on
+    /// fresh ports (up to 3 times); any other early exit is an error.
     pub fn start(exe: PathBuf, n: u64) -> anyhow::Result<LocalCluster> {
+        let mut attempt = 1;
+        loop {
+            let mut c = Self::start_once(exe.clone(), n)?;
+            match c.wait_listening(std::time::Duration::from_secs(20))? {
+                None => return Ok(c),
+                Some(id) if attempt < 3 => {
+                    eprintln!(
+                        "node {id} lost its port to another socket; starting again on fresh ports"
+                    );
+                    attempt += 1;
+                }
+                Some(id) => bail!("node {id} could not bind its ports in 3 attempts"),
+            }
+        }
+    }
+
+    /// Waits until every node has logged that it serves (both listeners
+    /// bound; a connection test could reach whatever else holds a port);
+    /// returns the id of a node that exited because a port was taken.
+    fn wait_listening(&mut self, within: std::time::Duration) -> anyhow::Result<Option<u64>> {
+        let deadline = std::time::Instant::now() + within;
+        let dir = self.dir.path().to_path_buf();
+        loop {
+            let mut listening = 0;
+            for m in &mut self.members {
+                let Some(child) = m.child.as_mut() else {
+                    continue;
+                };
+                let log = std::fs::read_to_string(dir.join(format!("node-{}.log", m.id)))
+                    .unwrap_or_default();
+                if log.contains("raftlockd serving") {
+                    listening += 1;
+                } else if let Some(status) = child.try_wait()? {
+                    if log.lines().any(|l| {
+                        l.contains("cannot listen on") && l.contains("Address already in use")
+                    }) {
+                        return Ok(Some(m.id));
+                    }
+                    let why: Vec<&str> = log.lines().take(12).collect();
+                    bail!(
+                        "node {} exited ({status}) at start:\n{}",
+                        m.id,
+                        why.join("\n")
+                    );
+                }
+            }
+            if listening == self.members.len() {
+                return Ok(None);
+            }
+            if std::time::Instant::now() > deadline {
+                bail!(
+                    "the nodes did not serve within {within:?}; logs in {}",
+                    dir.display()
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    fn start_once(exe: PathBuf, n: u64) -> anyhow::Result<LocalCluster> {
         let dir = tempfile::Builder::new()
             .prefix("raftlock-bench")
             .tempdir()?;
@@ -141,7 +205,17 @@ impl LocalCluster {
                 });
             }
         }
+        // Whatever log filter the caller set, the start-up line stays: it
+        // is how `start` knows a node serves.
+        let (filter_var, filter) = match std::env::var("RAFTLOCK_LOG_LEVEL") {
+            Ok(f) => ("RAFTLOCK_LOG_LEVEL", f),
+            Err(_) => (
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info,openraft=warn".into()),
+            ),
+        };
         let child = cmd
+            .env(filter_var, format!("{filter},raftlock_node::server=info"))
             .arg("--id")
             .arg(id.to_string())
             .arg("--data-dir")
