@@ -3,10 +3,10 @@
 
 use crate::client::grant_from;
 use crate::error::Error;
+use crate::pipeline::{acquired, released, Call};
 use crate::session::Session;
 use crate::types::{Grant, Mode};
 use raftlock_proto::v1 as pb;
-use raftlock_proto::v1::lock_client::LockClient;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -139,7 +139,7 @@ impl LockBuilder {
         let deadline = opts.deadline + wait.unwrap_or_default();
         let name = self.name.clone();
         let res = client
-            .retry(deadline, |ch, _| {
+            .retry_at(deadline, |addr, ch, _| {
                 let left = wait.map(|w| w.saturating_sub(started.elapsed()));
                 let req = pb::AcquireRequest {
                     session_id: inner.id,
@@ -153,15 +153,17 @@ impl LockBuilder {
                     wait_timeout_ms: left.map(|l| l.as_millis() as u64),
                     metadata: self.metadata.clone(),
                 };
+                let timeout = opts.attempt_timeout + left.unwrap_or_default();
+                let addr = addr.to_owned();
                 async move {
-                    let mut req = tonic::Request::new(req);
-                    req.set_timeout(opts.attempt_timeout + left.unwrap_or_default());
-                    LockClient::new(ch).acquire(req).await
+                    client
+                        .lock_call(&addr, ch, Call::Acquire(req), timeout)
+                        .await
+                        .and_then(acquired)
                 }
             })
             .await
-            .map_err(|s| Error::from_status(&s, Some(inner.id), Some(&name)))?
-            .into_inner();
+            .map_err(|s| Error::from_status(&s, Some(inner.id), Some(&name)))?;
         match (resp_grant(res), wait) {
             (Some(grant), _) => Ok(Some(LockGuard {
                 session,
@@ -319,17 +321,19 @@ async fn release(session: &Session, grant: &Grant) -> Result<(), Error> {
     let (id, name, token) = (session.id(), grant.name.clone(), grant.token);
     let mut retried = false;
     let res = client
-        .retry(client.inner.options.deadline, |ch, attempt| {
+        .retry_at(client.inner.options.deadline, |addr, ch, attempt| {
             retried |= attempt > 0;
-            let name = name.clone();
+            let call = Call::Release(pb::ReleaseRequest {
+                session_id: id,
+                name: name.clone(),
+                token,
+            });
+            let addr = addr.to_owned();
             async move {
-                let mut req = tonic::Request::new(pb::ReleaseRequest {
-                    session_id: id,
-                    name,
-                    token,
-                });
-                req.set_timeout(t);
-                LockClient::new(ch).release(req).await
+                client
+                    .lock_call(&addr, ch, call, t)
+                    .await
+                    .and_then(released)
             }
         })
         .await;

@@ -109,7 +109,7 @@ fn describe() {
     );
     describe_counter!(
         "raftlock_grpc_requests_total",
-        "Client gRPC requests by method and status code"
+        "Client gRPC requests by method and status code (a call on a Lock/Pipeline stream counts under its own method)"
     );
     describe_histogram!(
         "raftlock_snapshot_build_seconds",

@@ -704,6 +704,14 @@ pub mod raw {
             .map(|r| r.into_inner())
     }
 
+    /// Holders and waiters of `name`, read linearizably at `node`.
+    pub async fn describe(node: &str, name: &str) -> Result<DescribeResponse, tonic::Status> {
+        LockClient::new(channel(node).await)
+            .describe(DescribeRequest { name: name.into() })
+            .await
+            .map(|r| r.into_inner())
+    }
+
     /// Releases and returns the grants the release made.
     pub async fn release(
         leader: &str,

@@ -3,17 +3,27 @@
 //! it in the same entry, with no polling by the client.
 
 use super::convert::{self, grant, status, waiter};
+use crate::auth::Caller;
 use crate::auth::{caller, Access};
 use crate::node::{Node, NodeError};
 use crate::waits::{WaitResult, Waits};
+use futures::Stream;
 use raftlock_proto::limits;
 use raftlock_proto::v1::lock_server::Lock as LockApi;
 use raftlock_proto::v1::*;
 use raftlock_store::machine::{Command, Grant, LeaseError, Mode, Reply, RequestId, WaitEnd};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
-use tonic::{Request, Response, Status};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::StreamExt;
+use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument;
+
+/// Answers a Pipeline stream may have waiting to be sent before its calls
+/// wait for the client to read them.
+const PIPELINE_ANSWERS_BUFFERED: usize = 1024;
 
 /// Serves locks.
 pub struct LockService {
@@ -177,14 +187,13 @@ fn term(node: &Node) -> u64 {
     node.raft.metrics().borrow().current_term
 }
 
-#[tonic::async_trait]
-impl LockApi for LockService {
-    async fn acquire(
+impl LockService {
+    /// One Acquire, unary or pipelined: the same checks, span and answer.
+    async fn acquire_call(
         &self,
-        req: Request<AcquireRequest>,
-    ) -> Result<Response<AcquireResponse>, Status> {
-        let caller = caller(&req)?;
-        let r = req.into_inner();
+        caller: &Caller,
+        r: AcquireRequest,
+    ) -> Result<AcquireResponse, Status> {
         let span = tracing::info_span!("lock.acquire", node = self.node.id, term = term(&self.node), lock = %r.name, session = r.session_id, identity = caller.name(), token = tracing::field::Empty);
         async {
             convert::lock_name(&r.name)?;
@@ -195,7 +204,7 @@ impl LockApi for LockService {
                 self.node.limits.check_wait(w)?;
             }
             self.node
-                .check_session_owner(r.session_id, &caller)
+                .check_session_owner(r.session_id, caller)
                 .await
                 .map_err(status)?;
             let args = AcquireArgs {
@@ -213,35 +222,35 @@ impl LockApi for LockService {
             {
                 Acquired::Granted(g) => {
                     tracing::Span::current().record("token", g.token);
-                    Ok(Response::new(AcquireResponse {
+                    Ok(AcquireResponse {
                         grant: Some(grant(&g)),
                         acquired: true,
                         holders: vec![],
-                    }))
+                    })
                 }
-                Acquired::Busy(holders) => Ok(Response::new(AcquireResponse {
+                Acquired::Busy(holders) => Ok(AcquireResponse {
                     grant: None,
                     acquired: false,
                     holders: holders.iter().map(grant).collect(),
-                })),
+                }),
             }
         }
         .instrument(span)
         .await
     }
 
-    async fn release(
+    /// One Release, unary or pipelined.
+    async fn release_call(
         &self,
-        req: Request<ReleaseRequest>,
-    ) -> Result<Response<ReleaseResponse>, Status> {
-        let caller = caller(&req)?;
-        let r = req.into_inner();
+        caller: &Caller,
+        r: ReleaseRequest,
+    ) -> Result<ReleaseResponse, Status> {
         let span = tracing::info_span!("lock.release", node = self.node.id, term = term(&self.node), lock = %r.name, session = r.session_id, identity = caller.name(), token = r.token);
         async {
             convert::lock_name(&r.name)?;
             caller.check(Access::Lock, &r.name)?;
             self.node
-                .check_session_owner(r.session_id, &caller)
+                .check_session_owner(r.session_id, caller)
                 .await
                 .map_err(status)?;
             let cmd = Command::Release {
@@ -250,14 +259,171 @@ impl LockApi for LockService {
                 token: r.token,
             };
             match self.node.propose_reply(cmd).await.map_err(status)? {
-                (_, Reply::Released { granted }) => Ok(Response::new(ReleaseResponse {
+                (_, Reply::Released { granted }) => Ok(ReleaseResponse {
                     granted: granted.iter().map(grant).collect(),
-                })),
+                }),
                 (_, other) => Err(Status::internal(format!("unexpected reply {other}"))),
             }
         }
         .instrument(span)
         .await
+    }
+
+    /// One call of a Pipeline stream, answered as the unary call would be.
+    async fn pipeline_call(
+        &self,
+        caller: &Caller,
+        call: pipeline_request::Call,
+    ) -> pipeline_response::Result {
+        use pipeline_response::Result as Answer;
+        let (method, result) = match call {
+            pipeline_request::Call::Acquire(r) => (
+                "Lock/Acquire",
+                self.acquire_call(caller, r).await.map(Answer::Acquire),
+            ),
+            pipeline_request::Call::Release(r) => (
+                "Lock/Release",
+                self.release_call(caller, r).await.map(Answer::Release),
+            ),
+        };
+        // Counted as the unary call would be (the metrics layer sees only
+        // the stream), so dashboards read the same whichever path clients use.
+        let code = match &result {
+            Ok(_) => tonic::Code::Ok,
+            Err(s) => s.code(),
+        };
+        metrics::counter!("raftlock_grpc_requests_total", "method" => method, "code" => format!("{code:?}")).increment(1);
+        result.unwrap_or_else(|s| Answer::Error(pipeline_error(&s)))
+    }
+}
+
+/// A status as a Pipeline answer, leader hint included.
+fn pipeline_error(s: &Status) -> PipelineError {
+    PipelineError {
+        code: s.code() as i32,
+        message: s.message().to_owned(),
+        leader: s
+            .metadata()
+            .get(raftlock_proto::LEADER_METADATA_KEY)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned(),
+    }
+}
+
+/// The answers of a Pipeline stream.
+pub type PipelineStream =
+    Pin<Box<dyn Stream<Item = Result<PipelineResponse, Status>> + Send + 'static>>;
+
+#[tonic::async_trait]
+impl LockApi for LockService {
+    async fn acquire(
+        &self,
+        req: Request<AcquireRequest>,
+    ) -> Result<Response<AcquireResponse>, Status> {
+        let caller = caller(&req)?;
+        self.acquire_call(&caller, req.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    async fn release(
+        &self,
+        req: Request<ReleaseRequest>,
+    ) -> Result<Response<ReleaseResponse>, Status> {
+        let caller = caller(&req)?;
+        self.release_call(&caller, req.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    type PipelineStream = PipelineStream;
+
+    async fn pipeline(
+        &self,
+        req: Request<Streaming<PipelineRequest>>,
+    ) -> Result<Response<Self::PipelineStream>, Status> {
+        let caller = caller(&req)?;
+        caller.check_any(Access::Lock)?;
+        let addr = crate::limits::remote_addr(req.extensions());
+        let mut inbound = req.into_inner();
+        let service = LockService {
+            node: self.node.clone(),
+            waits: self.waits.clone(),
+        };
+        let (tx, rx) = mpsc::channel::<Result<PipelineResponse, Status>>(PIPELINE_ANSWERS_BUFFERED);
+        tokio::spawn(async move {
+            let service = Arc::new(service);
+            loop {
+                let msg = tokio::select! {
+                    m = inbound.next() => m,
+                    // The client is gone: stop reading for it.
+                    _ = tx.closed() => return,
+                };
+                let req = match msg {
+                    Some(Ok(r)) => r,
+                    // The client ended its side: calls in progress still
+                    // answer, then the stream ends when the last sender goes.
+                    None => return,
+                    Some(Err(s)) => {
+                        tracing::debug!(error = %s, "pipeline request stream failed");
+                        return;
+                    }
+                };
+                let id = req.id;
+                let Some(call) = req.call else {
+                    let e = Status::invalid_argument(
+                        "a pipeline request needs an acquire or a release",
+                    );
+                    let _ = tx
+                        .send(Ok(PipelineResponse {
+                            id,
+                            result: Some(pipeline_response::Result::Error(pipeline_error(&e))),
+                        }))
+                        .await;
+                    continue;
+                };
+                // Each call holds one of its connection's request slots, as
+                // a unary call does, so a stream cannot pin more work.
+                let slot = match addr {
+                    Some(a) => match service.node.connections.request(
+                        a,
+                        service.node.limits.max_concurrent_requests_per_connection,
+                    ) {
+                        Ok(slot) => Some(slot),
+                        Err(e) => {
+                            let _ = tx
+                                .send(Ok(PipelineResponse {
+                                    id,
+                                    result: Some(pipeline_response::Result::Error(pipeline_error(
+                                        &e,
+                                    ))),
+                                }))
+                                .await;
+                            continue;
+                        }
+                    },
+                    None => None,
+                };
+                let (service, caller, tx) = (service.clone(), caller.clone(), tx.clone());
+                tokio::spawn(async move {
+                    let _slot = slot;
+                    let answer = tokio::select! {
+                        a = service.pipeline_call(&caller, call) => a,
+                        // Nobody is left to answer: a waiting acquire stops
+                        // waiting, as a cancelled unary call's would.
+                        _ = tx.closed() => return,
+                    };
+                    let _ = tx
+                        .send(Ok(PipelineResponse {
+                            id,
+                            result: Some(answer),
+                        }))
+                        .await;
+                });
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
     async fn describe(
