@@ -9,7 +9,11 @@
 #
 # e.g. `cp target/release/raftlockd /tmp/raftlockd.base`, change and rebuild,
 # then `client/bench/compare.sh /tmp/raftlockd.base target/release/raftlockd`.
-# WORKLOADS overrides the list ("uncontended:1 uncontended:64 contended:16").
+# WORKLOADS overrides the list ("uncontended:1 uncontended:64 contended:16");
+# a third field sets the connections the clients share ("uncontended:64:1").
+# BASE_BENCH_ARGS / NEW_BENCH_ARGS add bench flags to one side only, so a
+# client-side change is compared on the same server build, e.g.
+#   BASE_BENCH_ARGS=--unary client/bench/compare.sh target/release/raftlockd target/release/raftlockd
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BASE="$1"
@@ -32,9 +36,12 @@ for round in $(seq "$ROUNDS"); do
     DEV_PID=$!
     for _ in $(seq 100); do grep -q '^RAFTLOCK_ENDPOINTS=' "$OUT/dev.txt" && break; sleep 0.2; done
     export RAFTLOCK_ENDPOINTS="$(sed -n 's/^RAFTLOCK_ENDPOINTS=//p' "$OUT/dev.txt")"
+    if [ "$label" = base ]; then extra="${BASE_BENCH_ARGS:-}"; else extra="${NEW_BENCH_ARGS:-}"; fi
     for w in $WORKLOADS; do
-      "$CLIENT" bench --workload "${w%%:*}" --clients "${w##*:}" --duration "$DURATION" --runs "$RUNS" \
-        >"$OUT/bench.txt"
+      IFS=: read -r workload clients conns <<<"$w"
+      # shellcheck disable=SC2086 # extra holds several flags
+      "$CLIENT" bench --workload "$workload" --clients "$clients" ${conns:+--connections "$conns"} \
+        --duration "$DURATION" --runs "$RUNS" $extra >"$OUT/bench.txt"
       echo "round $round $label $w: $(grep -E '^median' "$OUT/bench.txt")"
       tail -1 "$OUT/bench.txt" | sed "s/^/$label $w /" >>"$OUT/results.txt"
     done
@@ -49,12 +56,12 @@ for line in open(sys.argv[1]):
     label, w, doc = line.split(" ", 2)
     rows.setdefault((w, label), []).append(json.loads(doc)["median"])
 print()
-print(f"{'workload':<16} {'build':<5} {'clusters':>8} {'ops/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'ops/s vs base':>14} {'p50 vs base':>12} {'p99 vs base':>12}")
+print(f"{'workload':<20} {'build':<5} {'clusters':>8} {'ops/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'ops/s vs base':>14} {'p50 vs base':>12} {'p99 vs base':>12}")
 for w in dict.fromkeys(k[0] for k in rows):
     med = {l: {f: statistics.median(r[f] for r in rows[(w, l)]) for f in ("ops_per_sec", "p50_ms", "p99_ms")}
            for l in ("base", "new")}
     for l in ("base", "new"):
         m, b = med[l], med["base"]
-        print(f"{w.replace(':', ' x'):<16} {l:<5} {len(rows[(w, l)]):>8} {m['ops_per_sec']:>8.0f} {m['p50_ms']:>8.2f} {m['p99_ms']:>8.2f}"
+        print(f"{w.replace(':', ' x', 1).replace(':', ' conns '):<20} {l:<5} {len(rows[(w, l)]):>8} {m['ops_per_sec']:>8.0f} {m['p50_ms']:>8.2f} {m['p99_ms']:>8.2f}"
               f" {m['ops_per_sec']/b['ops_per_sec']:>13.2f}x {m['p50_ms']/b['p50_ms']:>11.2f}x {m['p99_ms']/b['p99_ms']:>11.2f}x")
 PY

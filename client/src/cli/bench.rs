@@ -50,9 +50,21 @@ pub struct Args {
     /// What to do.
     #[arg(long, value_enum, default_value = "uncontended")]
     pub(super) workload: Workload,
-    /// Concurrent clients (each with its own connection and session).
+    /// Concurrent clients (each with its own session and, unless
+    /// `--connections` says otherwise, its own connection).
     #[arg(long, default_value_t = 16)]
     pub(super) clients: usize,
+    /// Lock workloads: HTTP/2 connections the clients share, round robin
+    /// (as `etcd benchmark --conns`); default one per client. Clients of one
+    /// connection are like the workers of one service instance: one
+    /// `raftlock_client::Client`, each worker with its own session.
+    #[arg(long)]
+    pub(super) connections: Option<usize>,
+    /// Lock workloads: each acquire and release as its own unary call, not
+    /// over the client's pipeline stream (the client library's default);
+    /// for comparing the two.
+    #[arg(long)]
+    unary: bool,
     /// Lock names to spread over (contended uses 1).
     #[arg(long, default_value_t = 10_000)]
     keys: usize,
@@ -104,6 +116,12 @@ pub struct RunResult {
     pub(super) workload: Workload,
     pub(super) run: usize,
     pub(super) clients: usize,
+    /// Lock workloads: connections the clients shared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) connections: Option<usize>,
+    /// Lock workloads: whether calls were unary rather than pipelined.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) unary: Option<bool>,
     pub(super) ops: u64,
     pub(super) errors: u64,
     pub(super) ops_per_sec: f64,
@@ -325,6 +343,20 @@ impl RunResult {
             workload: a.workload,
             run,
             clients: a.clients,
+            connections: matches!(
+                a.workload,
+                Workload::Uncontended | Workload::Contended | Workload::Hold
+            )
+            .then(|| {
+                a.connections
+                    .unwrap_or(a.clients)
+                    .clamp(1, a.clients.max(1))
+            }),
+            unary: matches!(
+                a.workload,
+                Workload::Uncontended | Workload::Contended | Workload::Hold
+            )
+            .then_some(a.unary),
             ops: h.len(),
             errors,
             ops_per_sec: 0.0,
@@ -358,10 +390,22 @@ async fn locks(cli: &Cli, endpoints: &[String], a: &Args, run: usize) -> anyhow:
     let start = Arc::new(tokio::sync::Barrier::new(a.clients + 1));
     let stop = Arc::new(AtomicBool::new(false));
     let budget = a.ops.map(|n| Arc::new(AtomicU64::new(n)));
+    // By default one client per worker: its own HTTP/2 connection, as
+    // separate service instances would have.
+    let mut connections = Vec::new();
+    let options = raftlock_client::Options {
+        pipeline: !a.unary,
+        ..super::options(cli)?
+    };
+    for _ in 0..a
+        .connections
+        .unwrap_or(a.clients)
+        .clamp(1, a.clients.max(1))
+    {
+        connections.push(Client::connect_with(endpoints, options.clone()).await?);
+    }
     for w in 0..a.clients {
-        // One client per worker: its own HTTP/2 connection, as separate
-        // service instances would have.
-        let client = Client::connect_with(endpoints, super::options(cli)?).await?;
+        let client = &connections[w % connections.len()];
         let session = client.session(a.ttl).await?;
         let worker = Worker {
             id: w,
