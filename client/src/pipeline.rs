@@ -26,11 +26,38 @@ type Waiter = oneshot::Sender<Result<Answer, Status>>;
 /// The streams of one client, by node address.
 #[derive(Default)]
 pub(crate) struct Pipelines {
-    /// A tokio mutex: held across opening a stream, so that calls arriving
-    /// meanwhile wait for that stream instead of each opening their own.
-    open: tokio::sync::Mutex<HashMap<String, Arc<Pipeline>>>,
+    /// A std mutex, never held across an await: every call looks here.
+    streams: Mutex<Streams>,
+    /// Held across opening a stream, so that calls arriving meanwhile wait
+    /// for that stream instead of each opening their own.
+    opening: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct Streams {
+    open: HashMap<String, Arc<Pipeline>>,
     /// Nodes that answered UNIMPLEMENTED: unary calls only.
-    unary_only: Mutex<HashSet<String>>,
+    unary_only: HashSet<String>,
+}
+
+/// What the client has for a node.
+enum Found {
+    Stream(Arc<Pipeline>),
+    UnaryOnly,
+    Nothing,
+}
+
+impl Pipelines {
+    fn find(&self, addr: &str) -> Found {
+        let streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        if streams.unary_only.contains(addr) {
+            return Found::UnaryOnly;
+        }
+        match streams.open.get(addr) {
+            Some(p) if p.is_open() => Found::Stream(p.clone()),
+            _ => Found::Nothing,
+        }
+    }
 }
 
 /// One open stream: calls in progress, by id.
@@ -172,19 +199,17 @@ impl Client {
         timeout: Duration,
     ) -> Result<Option<Arc<Pipeline>>, Status> {
         let pipelines = &self.inner.pipelines;
-        if pipelines
-            .unary_only
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(addr)
-        {
-            return Ok(None);
+        match pipelines.find(addr) {
+            Found::Stream(p) => return Ok(Some(p)),
+            Found::UnaryOnly => return Ok(None),
+            Found::Nothing => {}
         }
-        let mut open = pipelines.open.lock().await;
-        if let Some(p) = open.get(addr) {
-            if p.is_open() {
-                return Ok(Some(p.clone()));
-            }
+        let _opening = pipelines.opening.lock().await;
+        // Another call may have opened it while this one waited.
+        match pipelines.find(addr) {
+            Found::Stream(p) => return Ok(Some(p)),
+            Found::UnaryOnly => return Ok(None),
+            Found::Nothing => {}
         }
         // Unbounded: a call must never wait to be sent while answers go
         // unread; the node bounds the calls it runs per connection.
@@ -200,9 +225,10 @@ impl Client {
             Ok(Err(s)) if s.code() == tonic::Code::Unimplemented => {
                 tracing::debug!(node = %addr, "no pipeline method; unary calls to this node");
                 pipelines
-                    .unary_only
+                    .streams
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
+                    .unary_only
                     .insert(addr.to_owned());
                 return Ok(None);
             }
@@ -216,7 +242,12 @@ impl Client {
             next_id: AtomicU64::new(1),
             pending,
         });
-        open.insert(addr.to_owned(), p.clone());
+        pipelines
+            .streams
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .open
+            .insert(addr.to_owned(), p.clone());
         Ok(Some(p))
     }
 }

@@ -352,6 +352,7 @@ impl LockApi for LockService {
             waits: self.waits.clone(),
         };
         let (tx, rx) = mpsc::channel::<Result<PipelineResponse, Status>>(PIPELINE_ANSWERS_BUFFERED);
+        let mut stopping = self.node.stopping.clone();
         tokio::spawn(async move {
             let service = Arc::new(service);
             loop {
@@ -359,6 +360,14 @@ impl LockApi for LockService {
                     m = inbound.next() => m,
                     // The client is gone: stop reading for it.
                     _ = tx.closed() => return,
+                    // A stopping node has handed leadership over: end the
+                    // stream with the successor's address, as keep-alive
+                    // streams do, so the client moves its calls there now
+                    // (a call cut short is retried under its request id).
+                    _ = async { drop(stopping.wait_for(|s| *s).await) } => {
+                        let _ = tx.send(Err(status(service.node.not_leader()))).await;
+                        return;
+                    }
                 };
                 let req = match msg {
                     Some(Ok(r)) => r,
