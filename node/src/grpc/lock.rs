@@ -311,6 +311,14 @@ fn pipeline_error(s: &Status) -> PipelineError {
     }
 }
 
+/// Call `id` refused before it ran.
+fn refusal(id: u64, s: &Status) -> PipelineResponse {
+    PipelineResponse {
+        id,
+        result: Some(pipeline_response::Result::Error(pipeline_error(s))),
+    }
+}
+
 /// The answers of a Pipeline stream.
 pub type PipelineStream =
     Pin<Box<dyn Stream<Item = Result<PipelineResponse, Status>> + Send + 'static>>;
@@ -384,12 +392,7 @@ impl LockApi for LockService {
                     let e = Status::invalid_argument(
                         "a pipeline request needs an acquire or a release",
                     );
-                    let _ = tx
-                        .send(Ok(PipelineResponse {
-                            id,
-                            result: Some(pipeline_response::Result::Error(pipeline_error(&e))),
-                        }))
-                        .await;
+                    let _ = tx.send(Ok(refusal(id, &e))).await;
                     continue;
                 };
                 // Each call holds one of its connection's request slots, as
@@ -401,14 +404,7 @@ impl LockApi for LockService {
                     ) {
                         Ok(slot) => Some(slot),
                         Err(e) => {
-                            let _ = tx
-                                .send(Ok(PipelineResponse {
-                                    id,
-                                    result: Some(pipeline_response::Result::Error(pipeline_error(
-                                        &e,
-                                    ))),
-                                }))
-                                .await;
+                            let _ = tx.send(Ok(refusal(id, &e))).await;
                             continue;
                         }
                     },
