@@ -60,9 +60,9 @@ pub struct Args {
     /// `raftlock_client::Client`, each worker with its own session.
     #[arg(long)]
     pub(super) connections: Option<usize>,
-    /// Lock workloads: each acquire and release as its own unary call, not
-    /// over the client's pipeline stream (the client library's default);
-    /// for comparing the two.
+    /// Lock workloads and `failover`: each acquire and release as its own
+    /// unary call, not over the client's pipeline stream (the client
+    /// library's default); for comparing the two.
     #[arg(long)]
     unary: bool,
     /// Lock names to spread over (contended uses 1).
@@ -564,8 +564,12 @@ async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();
     let start = Arc::new(tokio::sync::Barrier::new(a.clients + 1));
+    let options = raftlock_client::Options {
+        pipeline: !a.unary,
+        ..Default::default()
+    };
     for w in 0..a.clients {
-        let client = Client::connect(&endpoints).await?;
+        let client = Client::connect_with(&endpoints, options.clone()).await?;
         let session = client.session(a.ttl).await?;
         let worker = Worker {
             id: w,
