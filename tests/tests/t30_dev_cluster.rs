@@ -6,17 +6,56 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A `raftlockd dev` this test started. If the test ends before
+/// `stop_dev` (a failed assertion), it gets SIGTERM, so that it stops the
+/// nodes it started, and SIGKILL if it has not exited within 10 s.
+struct Dev(Option<std::process::Child>);
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        if let Some(mut dev) = self.0.take() {
+            let _ = terminate(&mut dev, Duration::from_secs(10));
+        }
+    }
+}
+
+/// SIGTERM to `dev` (only the PID this test started), then its exit status,
+/// or `None` after SIGKILL if it did not exit `within`.
+fn terminate(dev: &mut std::process::Child, within: Duration) -> Option<std::process::ExitStatus> {
+    unsafe {
+        libc::kill(dev.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + within;
+    loop {
+        if let Ok(Some(s)) = dev.try_wait() {
+            return Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = dev.kill();
+            let _ = dev.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Starts `raftlockd dev ARGS` and returns it with what it printed up to
 /// its "Ctrl-C" line.
-async fn start_dev(args: &[&str]) -> (std::process::Child, Vec<String>) {
-    let mut dev = Command::new(binary("raftlockd"))
-        .arg("dev")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("raftlockd dev starts");
-    let stdout = dev.stdout.take().expect("stdout");
+async fn start_dev(args: &[&str]) -> (Dev, Vec<String>) {
+    let mut dev = Dev(Some(
+        Command::new(binary("raftlockd"))
+            .arg("dev")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("raftlockd dev starts"),
+    ));
+    let stdout = dev
+        .0
+        .as_mut()
+        .and_then(|d| d.stdout.take())
+        .expect("stdout");
     let lines = tokio::task::spawn_blocking(move || {
         let mut out = Vec::new();
         for line in BufReader::new(stdout).lines() {
@@ -36,23 +75,13 @@ async fn start_dev(args: &[&str]) -> (std::process::Child, Vec<String>) {
     (dev, lines)
 }
 
-/// SIGTERM to dev (only the PID this test started); waits for a clean exit.
-fn stop_dev(mut dev: std::process::Child) {
-    unsafe {
-        libc::kill(dev.id() as libc::pid_t, libc::SIGTERM);
+/// Stops dev with SIGTERM and checks that it exits cleanly.
+fn stop_dev(mut dev: Dev) {
+    let mut child = dev.0.take().expect("dev still running");
+    match terminate(&mut child, Duration::from_secs(30)) {
+        Some(status) => assert!(status.success(), "dev exited with {status}"),
+        None => panic!("raftlockd dev did not stop on SIGTERM"),
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(s) = dev.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = dev.kill();
-            panic!("raftlockd dev did not stop on SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success(), "dev exited with {status}");
 }
 
 fn printed<'a>(lines: &'a [String], var: &str) -> &'a str {

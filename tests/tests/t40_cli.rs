@@ -86,26 +86,51 @@ async fn lock_runs_a_command_with_the_token_and_releases_after() {
     assert!(String::from_utf8_lossy(&status.stdout).contains("leader node"));
 }
 
-/// Runs `raftlock lock` as a child process.
-fn spawn_lock(cluster: &Cluster, args: &[&str]) -> std::process::Child {
-    raftlock(cluster)
-        .arg("lock")
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap()
+/// A `raftlock` process this test started. Killed (by its PID) and reaped
+/// if the test ends first, on a failed assertion too, so no client outlives
+/// its test.
+struct CliProcess(Option<std::process::Child>);
+
+impl Drop for CliProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
-async fn wait_child(mut child: std::process::Child, within: Duration) -> std::process::Output {
+/// Runs `raftlock lock` as a child process.
+fn spawn_lock(cluster: &Cluster, args: &[&str]) -> CliProcess {
+    CliProcess(Some(
+        raftlock(cluster)
+            .arg("lock")
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ))
+}
+
+async fn wait_child(mut process: CliProcess, within: Duration) -> std::process::Output {
     let deadline = std::time::Instant::now() + within;
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("raftlock lock did not finish within {within:?}");
-        }
+    while process
+        .0
+        .as_mut()
+        .expect("not waited for yet")
+        .try_wait()
+        .unwrap()
+        .is_none()
+    {
+        // Panicking drops `process`, which kills it.
+        assert!(
+            std::time::Instant::now() <= deadline,
+            "raftlock did not finish within {within:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let child = process.0.take().expect("not waited for yet");
     child.wait_with_output().unwrap()
 }
 
@@ -297,20 +322,22 @@ async fn elect_leader_observe_and_members_from_the_cli() {
         .output()
         .unwrap();
     assert_eq!(leader.status.code(), Some(3), "no leader yet");
-    let elect = raftlock(&cluster)
-        .args([
-            "elect",
-            "cli/sched",
-            "host-a",
-            "--",
-            "sh",
-            "-c",
-            "echo $RAFTLOCK_TOKEN; sleep 2",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let elect = CliProcess(Some(
+        raftlock(&cluster)
+            .args([
+                "elect",
+                "cli/sched",
+                "host-a",
+                "--",
+                "sh",
+                "-c",
+                "echo $RAFTLOCK_TOKEN; sleep 2",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
     let client = cluster.client().await;
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while client
