@@ -40,6 +40,66 @@ struct Deadlines {
     waits: HashMap<(SessionId, String), (Instant, RequestId)>,
 }
 
+/// Why a keep-alive was not applied to a deadline.
+#[derive(Debug, PartialEq, Eq)]
+enum Refused {
+    /// This node does not lead.
+    NotLeader,
+    /// The deadline had passed: the session is being expired, and the
+    /// client's own (earlier) deadline has passed too, so it already counts
+    /// the session as lost.
+    Expired,
+}
+
+impl Deadlines {
+    /// Applies a keep-alive received at `received` to `session`, `now`
+    /// being the moment of the call. A deadline only ever grows: a renewal
+    /// that was received earlier but gets here later must not pull back a
+    /// deadline a later renewal (or a new leader's full-TTL reset) set,
+    /// since the client already counts that later acknowledgement.
+    /// `exists` is whether the applied state still has the session: an
+    /// expiry applied while the renewal waited must not bring it back.
+    fn renew(
+        &mut self,
+        session: SessionId,
+        received: Instant,
+        ttl: Duration,
+        now: Instant,
+        exists: bool,
+    ) -> Result<(), Refused> {
+        if self.term.is_none() {
+            return Err(Refused::NotLeader);
+        }
+        if !exists {
+            self.sessions.remove(&session);
+            return Err(Refused::Expired);
+        }
+        match self.sessions.get_mut(&session) {
+            Some((deadline, _)) if *deadline <= now => Err(Refused::Expired),
+            Some((deadline, stored_ttl)) => {
+                *deadline = (*deadline).max(received + ttl);
+                *stored_ttl = ttl;
+                Ok(())
+            }
+            None => {
+                // Applied but not yet seen by the driver (it drains applied
+                // changes once per tick).
+                self.sessions.insert(session, (received + ttl, ttl));
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether `session` still has a deadline that has not passed.
+    fn live(&self, session: SessionId, now: Instant) -> bool {
+        self.term.is_some()
+            && self
+                .sessions
+                .get(&session)
+                .is_some_and(|(deadline, _)| *deadline > now)
+    }
+}
+
 /// Session and wait deadlines, kept while this node leads.
 pub struct LeaseDriver {
     node: Arc<Node>,
@@ -60,9 +120,14 @@ impl LeaseDriver {
     }
 
     /// Renews `session` from now and returns its TTL, once a quorum has
-    /// confirmed this node still leads.
+    /// confirmed this node still leads and the session is still alive.
     pub async fn renew(&self, session: SessionId) -> Result<Duration, NodeError> {
         let received = Instant::now();
+        let not_found = || {
+            NodeError::from(raftlock_store::machine::LeaseError::SessionNotFound(
+                session,
+            ))
+        };
         let ttl_of = |session| {
             let state = self.node.state.read();
             state
@@ -70,28 +135,55 @@ impl LeaseDriver {
                 .session(session)
                 .map(|s| Duration::from_millis(s.ttl_ms))
         };
-        let ttl = match ttl_of(session) {
-            Some(ttl) => ttl,
-            None => {
-                // A new leader may not have applied the entry that created
-                // the session yet; "not found" ends the client's session
-                // for good, so say it only once this node has caught up.
-                self.node.confirmer.confirmed_after(received).await?;
-                ttl_of(session).ok_or(raftlock_store::machine::LeaseError::SessionNotFound(
-                    session,
-                ))?
-            }
-        };
+        if ttl_of(session).is_none() {
+            // A new leader may not have applied the entry that created
+            // the session yet; "not found" ends the client's session
+            // for good, so say it only once this node has caught up.
+            self.node.confirmer.confirmed_after(received).await?;
+        }
         {
+            // The applied state is read under the deadlines' lock (state
+            // first, as everywhere), so an expiry cannot be applied between
+            // the check and the update.
+            let state = self.node.state.read();
+            let ttl = state
+                .machine
+                .session(session)
+                .map(|s| Duration::from_millis(s.ttl_ms));
             let mut d = self.lock();
-            if d.term.is_none() {
-                drop(d);
-                return Err(self.node.not_leader());
+            let res = d.renew(
+                session,
+                received,
+                ttl.unwrap_or_default(),
+                Instant::now(),
+                ttl.is_some(),
+            );
+            drop(d);
+            drop(state);
+            match res {
+                Ok(()) => {}
+                Err(Refused::NotLeader) => return Err(self.node.not_leader()),
+                Err(Refused::Expired) => return Err(not_found()),
             }
-            d.sessions.insert(session, (received + ttl, ttl));
         }
         self.node.confirmer.confirmed_after(received).await?;
-        Ok(ttl)
+        // The acknowledgement promises the session lives: check again after
+        // the wait, in which an expiry could have been decided and applied.
+        let state = self.node.state.read();
+        let ttl = state
+            .machine
+            .session(session)
+            .map(|s| Duration::from_millis(s.ttl_ms));
+        let d = self.lock();
+        match ttl {
+            Some(ttl) if d.live(session, Instant::now()) => Ok(ttl),
+            _ if d.term.is_none() => {
+                drop(d);
+                drop(state);
+                Err(self.node.not_leader())
+            }
+            _ => Err(not_found()),
+        }
     }
 
     /// Time left for `session` on this leader.
@@ -304,5 +396,88 @@ impl LeaseDriver {
             }
             self.lock().waits.remove(&(session, name));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leading() -> Deadlines {
+        Deadlines {
+            term: Some(3),
+            ..Deadlines::default()
+        }
+    }
+
+    const TTL: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn a_late_renewal_never_pulls_a_deadline_back() {
+        let mut d = leading();
+        let t0 = Instant::now();
+        // Renewal B, received at t0 + 2 s, is acknowledged first.
+        d.renew(
+            7,
+            t0 + Duration::from_secs(2),
+            TTL,
+            t0 + Duration::from_secs(2),
+            true,
+        )
+        .unwrap();
+        // Renewal A was received at t0 but waited; it finishes later.
+        d.renew(7, t0, TTL, t0 + Duration::from_secs(3), true)
+            .unwrap();
+        assert_eq!(d.sessions[&7].0, t0 + Duration::from_secs(12));
+    }
+
+    #[test]
+    fn a_renewal_never_shortens_a_new_leaders_full_ttl() {
+        let mut d = leading();
+        let elected = Instant::now() + Duration::from_secs(5);
+        // What `rebuild` gives every session on election.
+        d.sessions.insert(7, (elected + TTL, TTL));
+        // A keep-alive received before the election, answered after it.
+        d.renew(7, elected - Duration::from_secs(4), TTL, elected, true)
+            .unwrap();
+        assert_eq!(d.sessions[&7].0, elected + TTL);
+    }
+
+    #[test]
+    fn a_session_past_its_deadline_is_not_renewed() {
+        let mut d = leading();
+        let t0 = Instant::now();
+        d.sessions.insert(7, (t0 + TTL, TTL));
+        let late = t0 + TTL + Duration::from_millis(1);
+        assert_eq!(d.renew(7, late, TTL, late, true), Err(Refused::Expired));
+        assert_eq!(d.sessions[&7].0, t0 + TTL, "an expiry may be in flight");
+        assert!(!d.live(7, late));
+    }
+
+    #[test]
+    fn an_applied_expiry_is_not_undone_by_a_renewal() {
+        let mut d = leading();
+        let t0 = Instant::now();
+        d.sessions.insert(7, (t0 + TTL, TTL));
+        assert_eq!(d.renew(7, t0, TTL, t0, false), Err(Refused::Expired));
+        assert!(!d.sessions.contains_key(&7));
+        assert!(!d.live(7, t0));
+    }
+
+    #[test]
+    fn a_session_the_driver_has_not_seen_yet_is_renewed() {
+        let mut d = leading();
+        let t0 = Instant::now();
+        d.renew(9, t0, TTL, t0, true).unwrap();
+        assert_eq!(d.sessions[&9], (t0 + TTL, TTL));
+        assert!(d.live(9, t0));
+    }
+
+    #[test]
+    fn a_follower_renews_nothing() {
+        let mut d = Deadlines::default();
+        let t0 = Instant::now();
+        assert_eq!(d.renew(9, t0, TTL, t0, true), Err(Refused::NotLeader));
+        assert!(d.sessions.is_empty());
     }
 }
