@@ -129,5 +129,5 @@ pub use client::{Client, Options, Tls};
 pub use election::{Candidate, Election, Leadership};
 pub use error::Error;
 pub use lock::{LockBuilder, LockGuard};
-pub use session::Session;
+pub use session::{safety_margin, Session};
 pub use types::{Grant, LockInfo, Member, Mode, Status, Validation, WaiterInfo};

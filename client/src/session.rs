@@ -44,9 +44,18 @@ pub(crate) struct SessionInner {
     state: watch::Sender<State>,
 }
 
-/// The margin subtracted from the TTL: covers the leader's and client's
-/// clocks running at slightly different rates, and scheduling delays.
-pub(crate) fn margin(ttl: Duration) -> Duration {
+/// The safety margin this library takes off a session's TTL (DESIGN.md
+/// rule 4): it covers the leader's and client's clocks running at slightly
+/// different rates, and scheduling delays. A session counts as valid until
+/// the send time of its last acknowledged keep-alive + TTL − this margin.
+///
+/// ```
+/// use std::time::Duration;
+/// let ttl = Duration::from_secs(10);
+/// assert_eq!(raftlock_client::safety_margin(ttl), Duration::from_secs(1));
+/// assert_eq!(raftlock_client::safety_margin(Duration::from_secs(1)), Duration::from_millis(100));
+/// ```
+pub fn safety_margin(ttl: Duration) -> Duration {
     (ttl / 10).max(Duration::from_millis(100))
 }
 
@@ -101,7 +110,7 @@ impl Client {
             .into_inner();
         let ttl = Duration::from_millis(resp.ttl_ms);
         let (state, _) = watch::channel(State::Valid {
-            until: sent + ttl - margin(ttl),
+            until: sent + ttl - safety_margin(ttl),
         });
         let inner = Arc::new(SessionInner {
             client: self.clone(),
@@ -132,7 +141,7 @@ impl SessionInner {
                 if now >= *until {
                     *s = State::Ended(Error::SessionLost(self.id));
                 } else {
-                    *until = (*until).max(sent + self.ttl - margin(self.ttl));
+                    *until = (*until).max(sent + self.ttl - safety_margin(self.ttl));
                 }
             }
         });

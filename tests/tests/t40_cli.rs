@@ -243,6 +243,112 @@ async fn a_lost_lock_stops_the_command_before_the_ttl_and_exits_76() {
     }
 }
 
+/// Whether `pid` is gone (or a zombie nobody reaped yet, which runs no code).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+#[tokio::test]
+async fn a_command_that_ignores_sigterm_is_killed_with_its_children_before_the_lease_ends() {
+    let mut cluster = Cluster::start(3).await;
+    let pid_file = cluster.dir().join("grandchild.pid");
+    // The shell and its background child both ignore SIGTERM; the child is
+    // not the process `raftlock` spawned.
+    let script = format!(
+        "trap '' TERM; sleep 1000 & echo $! > {}; wait",
+        pid_file.display()
+    );
+    let ttl = Duration::from_secs(3);
+    let child = spawn_lock(
+        &cluster,
+        &["--ttl", "3s", "lost/stubborn", "--", "sh", "-c", &script],
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let grandchild: u32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "command never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // From here no keep-alive is acknowledged: the last acknowledged one was
+    // sent before this instant, so the client's local deadline (send time +
+    // TTL - margin) is before `frozen` + TTL - margin, and the leader cannot
+    // expire the lease before `frozen` + TTL.
+    for id in 1..=3 {
+        cluster.pause(id);
+    }
+    let frozen = std::time::Instant::now();
+    let must_be_dead_by = frozen + ttl - raftlock_client::safety_margin(ttl);
+    // Kill the stray sleep ourselves if the assertion fails, so the test
+    // leaves nothing behind.
+    struct Reap(u32);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            if !gone(self.0) {
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", &self.0.to_string()])
+                    .status();
+            }
+        }
+    }
+    let _reap = Reap(grandchild);
+    while !gone(grandchild) {
+        assert!(
+            std::time::Instant::now() < must_be_dead_by,
+            "the command's child (pid {grandchild}) still runs at the client's local deadline"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let dead_after = frozen.elapsed();
+    let out = wait_child(child, Duration::from_secs(10)).await;
+    assert_eq!(
+        out.status.code(),
+        Some(76),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("whole command group dead {dead_after:?} after the cluster froze (TTL 3 s)");
+    for id in 1..=3 {
+        cluster.resume(id);
+    }
+}
+
+#[tokio::test]
+async fn a_kill_after_longer_than_the_lease_allows_is_refused() {
+    let cluster = Cluster::start(1).await;
+    let out = raftlock(&cluster)
+        .args([
+            "lock",
+            "--ttl",
+            "2s",
+            "--kill-after",
+            "2s",
+            "x",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--kill-after"),
+        "{out:?}"
+    );
+}
+
 #[tokio::test]
 async fn leader_kill_while_locked_keeps_the_lock_and_the_command() {
     let mut cluster = Cluster::start(3).await;

@@ -14,9 +14,10 @@ pub struct ElectArgs {
     /// Session TTL.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     ttl: Duration,
-    /// Grace period between SIGTERM and SIGKILL when leadership is lost.
-    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
-    kill_after: Duration,
+    /// Grace period between SIGTERM and SIGKILL when keep-alives stop being
+    /// acknowledged (as for `raftlock lock`).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    kill_after: Option<Duration>,
     /// A command to run while leading (without one, lead until Ctrl-C).
     #[arg(last = true)]
     command: Vec<String>,
@@ -24,6 +25,10 @@ pub struct ElectArgs {
 
 /// Campaigns, then leads while CMD runs (or until Ctrl-C/SIGTERM).
 pub async fn elect(cli: &Cli, a: &ElectArgs) -> anyhow::Result<i32> {
+    let kill_after = a
+        .kill_after
+        .unwrap_or_else(|| super::lock::default_kill_after(a.ttl));
+    super::lock::check_kill_after(a.ttl, kill_after)?;
     let client = connect(cli).await?;
     let session = client.session(a.ttl).await?;
     let leadership = session
@@ -53,7 +58,8 @@ pub async fn elect(cli: &Cli, a: &ElectArgs) -> anyhow::Result<i32> {
         ("RAFTLOCK_TOKEN", leadership.token().to_string()),
         ("RAFTLOCK_SESSION", session.id().to_string()),
     ];
-    let outcome = super::lock::supervise(&a.command, &env, a.kill_after, leadership.lost()).await?;
+    let outcome =
+        super::lock::supervise(&a.command, &env, kill_after, leadership.lost(), &session).await?;
     match outcome {
         super::lock::Outcome::Exited(code) => {
             leadership.resign().await.ok();

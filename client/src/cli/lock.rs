@@ -1,14 +1,18 @@
 //! `raftlock lock NAME -- CMD ARGS...`: hold a lock while a command runs.
-//! The command gets the fencing token in `RAFTLOCK_TOKEN`. If the session is
-//! lost, the command gets SIGTERM at once (the local validity deadline
-//! already leaves a margin before the leader can expire the lease), then
-//! SIGKILL after `--kill-after`.
+//! The command gets the fencing token in `RAFTLOCK_TOKEN`; it runs in a
+//! process group of its own. If keep-alives stop being acknowledged, the
+//! group gets SIGTERM `--kill-after` before the client's local deadline and
+//! SIGKILL at that deadline at the latest, which is still a margin before
+//! the leader can expire the lease.
 
 use super::{connect, Cli, EXIT_LOST, EXIT_NOT_ACQUIRED};
-use raftlock_client::Error;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use raftlock_client::{Error, Session};
 use std::future::Future;
 use std::time::Duration;
 use tokio::process::Command;
+use tokio::time::Instant;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -27,15 +31,20 @@ pub struct Args {
     /// Hold one of N permits (a semaphore).
     #[arg(long)]
     permits: Option<u32>,
-    /// Grace period between SIGTERM and SIGKILL when the lock is lost.
-    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
-    kill_after: Duration,
+    /// Grace period between SIGTERM and SIGKILL when keep-alives stop being
+    /// acknowledged: SIGTERM goes out this long before the lease could run
+    /// out. Default: 2s, or a quarter of the TTL less the safety margin if
+    /// that is shorter; at most half of it.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    kill_after: Option<Duration>,
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<String>,
 }
 
 pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
+    let kill_after = a.kill_after.unwrap_or_else(|| default_kill_after(a.ttl));
+    check_kill_after(a.ttl, kill_after)?;
     let client = connect(cli).await?;
     let session = client.session(a.ttl).await?;
     let mut builder = session.lock(&a.name);
@@ -69,7 +78,7 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
         ("RAFTLOCK_TOKEN", guard.token().to_string()),
         ("RAFTLOCK_SESSION", session.id().to_string()),
     ];
-    match supervise(&a.command, &env, a.kill_after, guard.lost()).await? {
+    match supervise(&a.command, &env, kill_after, guard.lost(), &session).await? {
         Outcome::Exited(code) => {
             guard.release().await.ok();
             session.close().await.ok();
@@ -90,53 +99,126 @@ pub enum Outcome {
     Lost(Error),
 }
 
-/// Runs `command` with `env` until it exits or `lost` resolves; then it gets
-/// SIGTERM and, after `kill_after`, SIGKILL. SIGINT/SIGTERM to this process
-/// are passed on to the command, which decides when to exit.
+/// The SIGTERM-to-SIGKILL grace used when none is given: short enough that
+/// a command that ignores SIGTERM is killed well before the lease can end,
+/// long enough for a clean shutdown.
+pub fn default_kill_after(ttl: Duration) -> Duration {
+    Duration::from_secs(2).min(usable(ttl) / 4)
+}
+
+/// What of a TTL the client can count on after an acknowledged keep-alive.
+fn usable(ttl: Duration) -> Duration {
+    ttl.saturating_sub(raftlock_client::safety_margin(ttl))
+}
+
+/// Checks that a `--kill-after` leaves room: SIGTERM goes out `kill_after`
+/// before the local deadline, so the grace cannot exceed what keep-alives
+/// leave of the TTL without the command being stopped while healthy.
+pub fn check_kill_after(ttl: Duration, kill_after: Duration) -> anyhow::Result<()> {
+    let most = usable(ttl) / 2;
+    anyhow::ensure!(
+        kill_after <= most,
+        "--kill-after {kill_after:?} is too long for --ttl {ttl:?}: at most {most:?}, \
+         so that SIGKILL lands before the lease can run out"
+    );
+    Ok(())
+}
+
+/// Runs `command` with `env` in a process group of its own until it exits
+/// or the lease is in danger, signalling the whole group, so that a `sh -c`
+/// child's children stop too.
+///
+/// The session's `valid_until` is the client library's local deadline (DESIGN.md rule 4),
+/// read afresh each time since keep-alives move it. If keep-alives stop
+/// being acknowledged, the group gets SIGTERM `kill_after` before that
+/// deadline and SIGKILL at it at the latest, so nothing of the command runs
+/// once the server could grant the lock to someone else. If `lost`
+/// resolves first (the server ended the session or released the lock),
+/// the group gets SIGKILL at once: the lock may already be someone else's.
+/// SIGINT/SIGTERM to this process are passed on to the group, which decides
+/// when to exit. When the command exits by itself, whatever it left running
+/// in its group is killed before the lock is released.
 pub async fn supervise(
     command: &[String],
     env: &[(&str, String)],
     kill_after: Duration,
     lost: impl Future<Output = Error>,
+    session: &Session,
 ) -> anyhow::Result<Outcome> {
+    let valid_until = || session.valid_until();
     let mut child = Command::new(&command[0])
         .args(&command[1..])
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .process_group(0)
         .spawn()
         .map_err(|e| anyhow::anyhow!("cannot run {:?}: {e}", command[0]))?;
-    let term = |child: &tokio::process::Child| {
-        if let Some(pid) = child.id() {
-            // SAFETY: kill(2) with a pid we spawned and still own (not yet
-            // reaped), so it cannot name another process.
-            unsafe {
-                libc::kill(pid as libc::pid_t, libc::SIGTERM);
-            }
-        }
+    let group = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .map(Pid::from_raw)
+        .ok_or_else(|| anyhow::anyhow!("{:?} exited before it could be watched", command[0]))?;
+    // The group outlives the child's reaping only while members remain, and
+    // a group id is not reused while the group exists, so this never
+    // signals a stranger; ESRCH (nobody left) is fine.
+    let signal = |sig: Signal| {
+        let _ = killpg(group, sig);
+    };
+    let exit_code = |status: std::process::ExitStatus| {
+        // A command killed by a signal reports 128 + the signal, as shells do.
+        use std::os::unix::process::ExitStatusExt;
+        status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
     };
     tokio::pin!(lost);
     let mut forwarded = false;
     loop {
+        // Re-read every round: an acknowledged keep-alive moves it on.
+        let until = match valid_until() {
+            Ok(u) => Instant::from_std(u),
+            Err(reason) => {
+                signal(Signal::SIGKILL);
+                child.wait().await?;
+                return Ok(Outcome::Lost(reason));
+            }
+        };
+        let warn_at = until.checked_sub(kill_after).unwrap_or(until);
         tokio::select! {
             status = child.wait() => {
                 let status = status?;
-                // A command killed by a signal reports 128 + the signal, as
-                // shells do.
-                let code = status.code().unwrap_or_else(|| {
-                    use std::os::unix::process::ExitStatusExt;
-                    128 + status.signal().unwrap_or(0)
-                });
-                return Ok(Outcome::Exited(code));
+                signal(Signal::SIGKILL);
+                return Ok(Outcome::Exited(exit_code(status)));
             }
             reason = &mut lost => {
-                term(&child);
-                if tokio::time::timeout(kill_after, child.wait()).await.is_err() {
-                    child.kill().await.ok();
+                signal(Signal::SIGKILL);
+                child.wait().await?;
+                return Ok(Outcome::Lost(reason));
+            }
+            _ = tokio::time::sleep_until(warn_at) => {
+                // Only if the deadline did not move meanwhile.
+                let moved = valid_until().map(Instant::from_std).ok().is_some_and(|u| u > until);
+                if moved {
+                    continue;
                 }
+                signal(Signal::SIGTERM);
+                let kill_at = (Instant::now() + kill_after).min(until);
+                tokio::select! {
+                    _ = tokio::time::sleep_until(kill_at) => signal(Signal::SIGKILL),
+                    status = child.wait() => {
+                        status?;
+                        signal(Signal::SIGKILL);
+                    }
+                }
+                child.wait().await?;
+                // Stopped a little before the library would say so itself.
+                let reason = valid_until()
+                    .err()
+                    .unwrap_or(Error::SessionLost(session.id()));
                 return Ok(Outcome::Lost(reason));
             }
             _ = terminated(), if !forwarded => {
                 forwarded = true;
-                term(&child);
+                signal(Signal::SIGTERM);
             }
         }
     }
