@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use tokio::sync::broadcast;
 
 /// The applied state: the lease machine plus what openraft needs to know
@@ -91,6 +91,10 @@ pub struct StateMachineStore {
     shared: Arc<SharedState>,
     snapshot_file: PathBuf,
     snapshot_seq: Arc<AtomicU64>,
+    /// The last log id of the snapshot on disk. Held while the file is
+    /// written: openraft builds snapshots in a task of its own and may
+    /// install one from the leader meanwhile, and both write the same file.
+    on_disk: Arc<Mutex<Option<LogId>>>,
 }
 
 impl StateMachineStore {
@@ -99,7 +103,9 @@ impl StateMachineStore {
     pub fn open(snapshot_file: PathBuf) -> Result<Self, StorageError> {
         let mut state = AppliedState::default();
         let started = std::time::Instant::now();
+        let mut on_disk = None;
         if let Some((meta, data)) = read_snapshot_file(&snapshot_file)? {
+            on_disk = meta.last_log_id;
             let bytes = data.len();
             state.machine = LeaseMachine::from_snapshot(&data)
                 .map_err(|e| StorageIOError::read_snapshot(None, &e))?;
@@ -123,6 +129,7 @@ impl StateMachineStore {
             }),
             snapshot_file,
             snapshot_seq: Arc::new(AtomicU64::new(0)),
+            on_disk: Arc::new(Mutex::new(on_disk)),
         })
     }
 
@@ -201,8 +208,23 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
             snapshot_id,
         };
         let path = self.snapshot_file.clone();
+        let on_disk = self.on_disk.clone();
         let (meta, data) = tokio::task::spawn_blocking(move || {
-            write_snapshot_file(&path, &meta, &data).map(|_| (meta, data))
+            let mut on_disk = on_disk.lock().unwrap_or_else(|p| p.into_inner());
+            if on_disk.is_some() && *on_disk >= meta.last_log_id {
+                // A snapshot installed meanwhile is at least as new: it is
+                // the one to keep (the log may be purged up to it already).
+                return read_snapshot_file(&path)?.ok_or_else(|| {
+                    let e = std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!("{}: snapshot vanished", path.display()),
+                    );
+                    StorageIOError::read_snapshot(None, &e).into()
+                });
+            }
+            write_snapshot_file(&path, &meta, &data)?;
+            *on_disk = meta.last_log_id;
+            Ok::<_, StorageError>((meta, data))
         })
         .await
         .map_err(|e| StorageIOError::write_snapshot(None, &e))??;
@@ -306,9 +328,19 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             .map_err(|e| StorageIOError::read_snapshot(Some(meta.signature()), &e))?;
         let path = self.snapshot_file.clone();
         let file_meta = meta.clone();
-        tokio::task::spawn_blocking(move || write_snapshot_file(&path, &file_meta, &data))
-            .await
-            .map_err(|e| StorageIOError::write_snapshot(None, &e))??;
+        let on_disk = self.on_disk.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut on_disk = on_disk.lock().unwrap_or_else(|p| p.into_inner());
+            // Never replace a newer snapshot with an older one.
+            if *on_disk > file_meta.last_log_id {
+                return Ok(());
+            }
+            write_snapshot_file(&path, &file_meta, &data)?;
+            *on_disk = file_meta.last_log_id;
+            Ok::<_, StorageError>(())
+        })
+        .await
+        .map_err(|e| StorageIOError::write_snapshot(None, &e))??;
         {
             let mut state = self.write();
             state.machine = machine;
@@ -442,5 +474,48 @@ mod tests {
             .expect("the waiter is granted in the release's step");
         assert_eq!(handed, batch_index(10, 1));
         assert!(handed > first);
+    }
+
+    /// openraft builds snapshots in a task of their own and may install one
+    /// from the leader meanwhile. Whatever the interleaving, the file left
+    /// on disk is whole and is the newer of the two: an older built snapshot
+    /// must never replace an installed newer one (whose install let the log
+    /// be purged up to it).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_build_racing_an_install_never_leaves_the_older_snapshot() {
+        for round in 0..200u64 {
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join("snap");
+            let mut follower = StateMachineStore::open(file.clone()).unwrap();
+            follower
+                .apply(vec![entry(1, vec![create()])])
+                .await
+                .unwrap();
+            let mut leader = StateMachineStore::open(dir.path().join("leader")).unwrap();
+            leader
+                .apply(vec![entry(1, vec![create()]), entry(2, vec![create()])])
+                .await
+                .unwrap();
+            let newer = leader.build_snapshot().await.unwrap();
+            let mut builder = follower.get_snapshot_builder().await;
+            let (built, installed) = tokio::join!(
+                tokio::spawn(async move { builder.build_snapshot().await }),
+                follower.install_snapshot(&newer.meta, newer.snapshot),
+            );
+            built.unwrap().unwrap();
+            installed.unwrap();
+            let (meta, data) = read_snapshot_file(&file)
+                .unwrap_or_else(|e| panic!("round {round}: snapshot file unreadable: {e}"))
+                .expect("a snapshot file");
+            assert_eq!(
+                meta.last_log_id.map(|l| l.index),
+                Some(2),
+                "round {round}: the older built snapshot replaced the installed one"
+            );
+            LeaseMachine::from_snapshot(&data).unwrap();
+            // Nor does a later, older build overwrite it.
+            let again = follower.build_snapshot().await.unwrap();
+            assert_eq!(again.meta.last_log_id.map(|l| l.index), Some(2));
+        }
     }
 }
