@@ -104,6 +104,7 @@ impl Candidate {
         // One id for every retry of this campaign: a retry finds the queue
         // place or the leadership the first attempt got.
         let request_id = uuid::Uuid::now_v7().as_bytes().to_vec();
+        let ticket = inner.ticket();
         let started = Instant::now();
         let name = self.name.as_str();
         let resp = client
@@ -115,6 +116,8 @@ impl Candidate {
                     request_id: request_id.clone(),
                     value: value.to_vec(),
                     wait_timeout_ms: Some(left.as_millis() as u64),
+                    seq: ticket.seq,
+                    acked_below: ticket.acked_below(),
                 });
                 req.set_timeout(opts.attempt_timeout + left);
                 async move { ElectionClient::new(ch).campaign(req).await }

@@ -133,6 +133,7 @@ impl LockBuilder {
         // One id for every retry of this acquisition: a retry finds the
         // grant or the queue place the first attempt got.
         let request_id = uuid::Uuid::now_v7().as_bytes().to_vec();
+        let ticket = inner.ticket();
         let started = Instant::now();
         let client = &inner.client;
         let opts = client.inner.options.clone();
@@ -152,6 +153,8 @@ impl LockBuilder {
                     permits: self.permits,
                     wait_timeout_ms: left.map(|l| l.as_millis() as u64),
                     metadata: self.metadata.clone(),
+                    seq: ticket.seq,
+                    acked_below: ticket.acked_below(),
                 };
                 let timeout = opts.attempt_timeout + left.unwrap_or_default();
                 let addr = addr.to_owned();

@@ -42,6 +42,40 @@ pub(crate) struct SessionInner {
     pub(crate) id: u64,
     pub(crate) ttl: Duration,
     state: watch::Sender<State>,
+    sequence: Arc<std::sync::Mutex<Sequence>>,
+}
+
+/// The session's exactly-once numbering (Raft dissertation §6.3): every
+/// logical acquisition gets the next number, reused by its retries; the
+/// lowest number still waiting for its answer travels with each request so
+/// the server can forget the answers below it and refuse a late duplicate
+/// of any of them.
+#[derive(Default)]
+struct Sequence {
+    last: u64,
+    waiting: std::collections::BTreeSet<u64>,
+}
+
+/// One logical request's number. Dropping it (the caller has its answer,
+/// or gave up and will not retry) acknowledges it.
+pub(crate) struct Ticket {
+    sequence: Arc<std::sync::Mutex<Sequence>>,
+    pub(crate) seq: u64,
+}
+
+impl Ticket {
+    /// What to send as `acked_below` now: every lower number is done.
+    pub(crate) fn acked_below(&self) -> u64 {
+        let s = self.sequence.lock().unwrap_or_else(|p| p.into_inner());
+        s.waiting.first().copied().unwrap_or(self.seq).min(self.seq)
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut s = self.sequence.lock().unwrap_or_else(|p| p.into_inner());
+        s.waiting.remove(&self.seq);
+    }
 }
 
 /// The safety margin this library takes off a session's TTL (DESIGN.md
@@ -92,14 +126,21 @@ impl Client {
             )));
         }
         let t = self.inner.options.attempt_timeout;
-        let mut sent = Instant::now();
+        // The first attempt's send time: a retry may be answered with the
+        // session that attempt created, whose lease the leader counts from
+        // when it applied it, which is no earlier than this.
+        let sent = Instant::now();
+        // One key for every attempt: a retry whose first attempt created the
+        // session (and lost its answer) gets that session, not a second.
+        let creation_key = uuid::Uuid::now_v7().as_bytes().to_vec();
         let resp = self
             .retry(self.inner.options.deadline, |ch, _| {
-                sent = Instant::now();
+                let creation_key = creation_key.clone();
                 async move {
                     let mut req = tonic::Request::new(pb::CreateSessionRequest {
                         ttl_ms,
                         client_name: client_name.to_owned(),
+                        creation_key,
                     });
                     req.set_timeout(t);
                     SessionClient::new(ch).create(req).await
@@ -117,6 +158,7 @@ impl Client {
             id: resp.session_id,
             ttl,
             state,
+            sequence: Arc::default(),
         });
         self.inner.keepalives.add(self, &inner, sent);
         Ok(Session { inner })
@@ -124,6 +166,18 @@ impl Client {
 }
 
 impl SessionInner {
+    /// Numbers a new logical request of this session.
+    pub(crate) fn ticket(&self) -> Ticket {
+        let mut s = self.sequence.lock().unwrap_or_else(|p| p.into_inner());
+        s.last += 1;
+        let seq = s.last;
+        s.waiting.insert(seq);
+        Ticket {
+            sequence: self.sequence.clone(),
+            seq,
+        }
+    }
+
     pub(crate) fn until(&self) -> Result<Instant, Error> {
         match &*self.state.borrow() {
             State::Valid { until } if Instant::now() < *until => Ok(*until),

@@ -272,6 +272,7 @@ impl Frozen {
                 .create(pb::CreateSessionRequest {
                     ttl_ms: ttl.as_millis() as u64,
                     client_name: "jepsen-frozen".into(),
+                    ..Default::default()
                 })
                 .await
                 .map(|r| r.into_inner().session_id)

@@ -231,8 +231,11 @@ impl LeaseDriver {
         else {
             return;
         };
-        match (command, &outcome.reply) {
-            (Command::CreateSession { .. }, Ok(Reply::SessionCreated { session, ttl_ms })) => {
+        match (command.unwrapped(), &outcome.reply) {
+            (
+                Command::CreateSession { .. } | Command::CreateSessionOnce { .. },
+                Ok(Reply::SessionCreated { session, ttl_ms }),
+            ) => {
                 let ttl = Duration::from_millis(*ttl_ms);
                 d.sessions.entry(*session).or_insert((now + ttl, ttl));
             }

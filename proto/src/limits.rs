@@ -28,6 +28,9 @@ pub const MAX_WAIT_MS: u64 = 3_600_000;
 /// of an acquisition that was already released is refused rather than
 /// granted a second time.
 pub const FINISHED_REQUESTS_PER_SESSION: usize = 256;
+/// Most sequenced requests of one session whose answers the client has not
+/// acknowledged yet (requests in flight at once, in practice).
+pub const MAX_UNACKED_REQUESTS_PER_SESSION: usize = 4_096;
 /// Default and largest page of a List call.
 pub const DEFAULT_LIST_LIMIT: u32 = 100;
 /// Largest page of a List call.

@@ -646,6 +646,7 @@ pub mod raw {
             .create(CreateSessionRequest {
                 ttl_ms,
                 client_name: "silent".into(),
+                ..Default::default()
             })
             .await?;
         Ok(r.into_inner().session_id)

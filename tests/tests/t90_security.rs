@@ -326,6 +326,7 @@ async fn identities_rights_and_session_ownership_are_enforced() {
             .create(access.request(CreateSessionRequest {
                 ttl_ms: 5_000,
                 client_name: "anon".into(),
+                ..Default::default()
             }))
             .await
             .unwrap_err();
@@ -542,6 +543,7 @@ async fn every_limit_is_answered_and_others_are_still_served() {
                         .create(acc.request(CreateSessionRequest {
                             ttl_ms,
                             client_name: "limits".into(),
+                            ..Default::default()
                         }))
                         .await
                         .map(|r| r.into_inner().session_id)

@@ -175,6 +175,7 @@ async fn baseline(cluster: &Cluster) -> Baseline {
         .create(cluster.access.request(CreateSessionRequest {
             ttl_ms: 600_000,
             client_name: "sentinel".into(),
+            ..Default::default()
         }))
         .await
         .unwrap()
@@ -606,6 +607,7 @@ async fn bad_requests_are_refused_with_a_reason_and_change_nothing() {
         .create(CreateSessionRequest {
             ttl_ms: 60_000,
             client_name: "other".into(),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -685,6 +687,7 @@ async fn bad_requests_are_refused_with_a_reason_and_change_nothing() {
                 request_id: rid(),
                 value: vec![],
                 wait_timeout_ms: Some(0),
+                ..Default::default()
             })
             .await,
         Code::InvalidArgument,
@@ -763,6 +766,7 @@ async fn bad_requests_are_refused_with_a_reason_and_change_nothing() {
     let create = |ttl_ms| CreateSessionRequest {
         ttl_ms,
         client_name: "ttl".into(),
+        ..Default::default()
     };
     for ttl in [0, 999, 600_001, u64::MAX] {
         refused(
@@ -789,6 +793,7 @@ async fn bad_requests_are_refused_with_a_reason_and_change_nothing() {
             .create(CreateSessionRequest {
                 ttl_ms: 5_000,
                 client_name: "c".repeat(257),
+                ..Default::default()
             })
             .await,
         Code::InvalidArgument,
@@ -816,6 +821,7 @@ async fn bad_requests_are_refused_with_a_reason_and_change_nothing() {
                 request_id: rid(),
                 value: vec![],
                 wait_timeout_ms: Some(3_600_001),
+                ..Default::default()
             })
             .await,
         Code::InvalidArgument,
@@ -873,6 +879,7 @@ async fn bad_requests_are_refused_with_a_reason_and_change_nothing() {
                 request_id: rid(),
                 value: vec![0; 4097],
                 wait_timeout_ms: Some(0),
+                ..Default::default()
             })
             .await,
         Code::InvalidArgument,
@@ -1136,6 +1143,7 @@ async fn bad_requests_are_refused_with_a_reason_and_change_nothing() {
         .create(CreateSessionRequest {
             ttl_ms: 1_000,
             client_name: "expiring".into(),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -1305,6 +1313,7 @@ async fn wrong_credentials_and_foreign_sessions_are_refused() {
                 .request(CreateSessionRequest {
                     ttl_ms: 5_000,
                     client_name: String::new(),
+                    ..Default::default()
                 }),
             )
             .await,
@@ -1415,6 +1424,7 @@ async fn wrong_credentials_and_foreign_sessions_are_refused() {
         .create(team_c.request(CreateSessionRequest {
             ttl_ms: 60_000,
             client_name: "team-c".into(),
+            ..Default::default()
         }))
         .await
         .unwrap()
@@ -1490,6 +1500,7 @@ async fn a_flood_gets_proper_answers_and_the_cluster_keeps_serving() {
             .create(CreateSessionRequest {
                 ttl_ms: 60_000,
                 client_name: "flood".into(),
+                ..Default::default()
             })
             .await
             .unwrap()
@@ -1523,6 +1534,7 @@ async fn a_flood_gets_proper_answers_and_the_cluster_keeps_serving() {
                 .create(CreateSessionRequest {
                     ttl_ms: 60_000,
                     client_name: format!("flood-{i}"),
+                    ..Default::default()
                 })
                 .await
                 .map(|r| r.into_inner().session_id)
@@ -1757,6 +1769,7 @@ async fn a_flood_gets_proper_answers_and_the_cluster_keeps_serving() {
         .create(CreateSessionRequest {
             ttl_ms: 10_000,
             client_name: "after".into(),
+            ..Default::default()
         })
         .await
         .unwrap()

@@ -60,6 +60,50 @@ pub fn request_id(bytes: &[u8]) -> Result<RequestId, Status> {
     })
 }
 
+/// Reads an acquisition's exactly-once fields: `None` when the client does
+/// not number its requests (`seq` 0).
+pub fn sequence(seq: u64, acked_below: u64) -> Result<Option<Sequence>, Status> {
+    if seq == 0 {
+        if acked_below != 0 {
+            return Err(Status::invalid_argument(
+                "acked_below is set but seq is not: number the request too",
+            ));
+        }
+        return Ok(None);
+    }
+    if acked_below > seq {
+        return Err(Status::invalid_argument(format!(
+            "acked_below {acked_below} is above the request's own seq {seq}, which still waits for its answer"
+        )));
+    }
+    Ok(Some(Sequence { seq, acked_below }))
+}
+
+/// An acquisition's place in its session's exactly-once sequence.
+#[derive(Clone, Copy, Debug)]
+pub struct Sequence {
+    /// The request's number.
+    pub seq: u64,
+    /// Every lower number is answered and will not be retried.
+    pub acked_below: u64,
+}
+
+/// Reads a session creation key: empty for none, else 16 bytes.
+pub fn creation_key(bytes: &[u8]) -> Result<Option<u128>, Status> {
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    RequestId::from_bytes(bytes)
+        .map(|k| Some(k.0))
+        .ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "creation_key must be empty or {} bytes, got {}",
+                limits::REQUEST_ID_LEN,
+                bytes.len()
+            ))
+        })
+}
+
 /// Checks a session id is plausible (ids come from log indexes, never 0).
 pub fn session_id(id: u64) -> Result<u64, Status> {
     if id == 0 {
@@ -99,12 +143,14 @@ pub fn lease_code(e: &LeaseError) -> Code {
         LeaseError::NotHolder { .. }
         | LeaseError::StaleToken { .. }
         | LeaseError::PermitsMismatch { .. }
-        | LeaseError::RequestReleased { .. } => Code::FailedPrecondition,
+        | LeaseError::RequestReleased { .. }
+        | LeaseError::RequestFinished { .. }
+        | LeaseError::RequestAcknowledged { .. } => Code::FailedPrecondition,
         LeaseError::AlreadyHeld { .. } | LeaseError::AlreadyWaiting { .. } => Code::AlreadyExists,
         LeaseError::WaitCancelled { .. } => Code::DeadlineExceeded,
-        LeaseError::TooManyWaiters { .. } | LeaseError::TooManyLocks { .. } => {
-            Code::ResourceExhausted
-        }
+        LeaseError::TooManyWaiters { .. }
+        | LeaseError::TooManyLocks { .. }
+        | LeaseError::TooManyUnacknowledged { .. } => Code::ResourceExhausted,
     }
 }
 

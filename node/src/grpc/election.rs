@@ -78,6 +78,7 @@ impl ElectionApi for ElectionService {
                 )),
                 metadata: r.value,
                 name: r.name,
+                sequence: convert::sequence(r.seq, r.acked_below)?,
             };
             match acquire(&self.node, &self.waits, args)
                 .await

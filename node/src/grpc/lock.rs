@@ -47,6 +47,8 @@ pub struct AcquireArgs {
     pub wait: Option<Duration>,
     /// Metadata.
     pub metadata: Vec<u8>,
+    /// The session's exactly-once numbering, if the client uses it.
+    pub sequence: Option<convert::Sequence>,
 }
 
 /// The result of an acquisition.
@@ -74,7 +76,7 @@ pub async fn acquire(
     check_acquire_limits(node, &a)?;
     let started = tokio::time::Instant::now();
     let mut registration = waits.register(a.session, &a.name, a.request_id);
-    let cmd = Command::Acquire {
+    let mut cmd = Command::Acquire {
         session: a.session,
         name: a.name.clone(),
         request_id: a.request_id,
@@ -83,6 +85,13 @@ pub async fn acquire(
         wait_ms: a.wait.map(|d| d.as_millis() as u64),
         metadata: a.metadata.clone(),
     };
+    if let Some(s) = a.sequence {
+        cmd = Command::Sequenced {
+            seq: s.seq,
+            acked_below: s.acked_below,
+            command: Box::new(cmd),
+        };
+    }
     match node.propose_reply(cmd).await? {
         (_, Reply::Acquired(g)) => return Ok(Acquired::Granted(g)),
         (_, Reply::Busy { holders }) => return Ok(Acquired::Busy(holders)),
@@ -215,6 +224,7 @@ impl LockService {
                 wait: r.wait_timeout_ms.map(Duration::from_millis),
                 metadata: r.metadata,
                 name: r.name,
+                sequence: convert::sequence(r.seq, r.acked_below)?,
             };
             match acquire(&self.node, &self.waits, args)
                 .await

@@ -74,7 +74,16 @@ impl SessionApi for SessionService {
             caller.check_any(Access::Lock)?;
             self.node.limits.check_ttl(req.ttl_ms)?;
             convert::client_name(&req.client_name)?;
-            if caller.checks_ownership() {
+            let key = convert::creation_key(&req.creation_key)?;
+            let retry_of = key.and_then(|k| {
+                self.node
+                    .state
+                    .read()
+                    .machine
+                    .session_by_key(caller.name(), k)
+            });
+            // A retry of a creation that succeeded adds no session.
+            if caller.checks_ownership() && retry_of.is_none() {
                 let max = self.node.limits.max_sessions_per_identity;
                 let live = self.node.state.read().machine.sessions_owned_by(caller.name());
                 if live >= max {
@@ -84,10 +93,18 @@ impl SessionApi for SessionService {
                     ))));
                 }
             }
-            let cmd = Command::CreateSession {
-                ttl_ms: req.ttl_ms,
-                client_name: req.client_name,
-                owner: caller.name().to_owned(),
+            let cmd = match key {
+                Some(key) => Command::CreateSessionOnce {
+                    ttl_ms: req.ttl_ms,
+                    client_name: req.client_name,
+                    owner: caller.name().to_owned(),
+                    key,
+                },
+                None => Command::CreateSession {
+                    ttl_ms: req.ttl_ms,
+                    client_name: req.client_name,
+                    owner: caller.name().to_owned(),
+                },
             };
             match self.node.propose_reply(cmd).await.map_err(status)? {
                 (_, Reply::SessionCreated { session, ttl_ms }) => {

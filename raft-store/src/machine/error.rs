@@ -111,6 +111,33 @@ pub enum LeaseError {
         /// The limit.
         max: usize,
     },
+    // New variants go last (postcard numbers variants by position, and
+    // answers are kept in snapshots).
+    /// A sequenced request below what the client acknowledged: a late
+    /// duplicate, refused without being executed.
+    #[error("request {seq} of session {session} was already answered and acknowledged; a late duplicate is not executed")]
+    RequestAcknowledged {
+        /// The session.
+        session: SessionId,
+        /// The request's sequence number.
+        seq: u64,
+    },
+    /// A retry of an acquisition that was granted or queued and has ended
+    /// since (released, cancelled, or taken away).
+    #[error("request {request_id} already finished")]
+    RequestFinished {
+        /// The acquisition.
+        request_id: RequestId,
+    },
+    /// The session has too many requests whose answers the client has not
+    /// acknowledged.
+    #[error("session {session} has {max} unacknowledged requests, the limit")]
+    TooManyUnacknowledged {
+        /// The session.
+        session: SessionId,
+        /// The limit.
+        max: usize,
+    },
 }
 
 impl LeaseError {
@@ -131,6 +158,9 @@ impl LeaseError {
             LeaseError::WaitNotFound { .. } => "wait-not-found",
             LeaseError::TooManyWaiters { .. } => "too-many-waiters",
             LeaseError::TooManyLocks { .. } => "too-many-locks",
+            LeaseError::RequestAcknowledged { .. } => "request-acknowledged",
+            LeaseError::RequestFinished { .. } => "request-finished",
+            LeaseError::TooManyUnacknowledged { .. } => "too-many-unacknowledged",
         }
     }
 }

@@ -24,6 +24,7 @@ mod acquire;
 mod cancel_wait;
 mod error;
 mod lock;
+mod once;
 mod outcome;
 mod proclaim;
 mod query;
@@ -126,6 +127,35 @@ pub enum Command {
         /// Lock name.
         name: String,
     },
+    // New variants go last: log entries are postcard, which numbers variants
+    // by position, so entries of older releases still decode.
+    /// A command under its session's exactly-once sequence (Raft
+    /// dissertation §6.3). `command` is an [`Command::Acquire`]; its session
+    /// is the sequence's. A duplicate (same `seq`) gets the first answer,
+    /// never a second execution; a `seq` below what the client has
+    /// acknowledged is refused unexecuted.
+    Sequenced {
+        /// The client's number for this logical request, from 1.
+        seq: u64,
+        /// Every seq below this has been answered and will not be retried:
+        /// their answers may be forgotten.
+        acked_below: u64,
+        /// The command.
+        command: Box<Command>,
+    },
+    /// [`Command::CreateSession`] with a key the client chose for this
+    /// logical creation: a retry with the same key (and owner) gets the
+    /// session the first attempt created while it lives, not a second one.
+    CreateSessionOnce {
+        /// Time to live without keep-alives, in ms.
+        ttl_ms: u64,
+        /// Free text naming the client.
+        client_name: String,
+        /// The authenticated identity that creates it.
+        owner: String,
+        /// The client's key for this creation.
+        key: u128,
+    },
 }
 
 impl Command {
@@ -140,6 +170,16 @@ impl Command {
             Command::CancelWait { .. } => "cancel_wait",
             Command::Proclaim { .. } => "proclaim",
             Command::ForceRelease { .. } => "force_release",
+            Command::Sequenced { command, .. } => command.kind(),
+            Command::CreateSessionOnce { .. } => "create_session",
+        }
+    }
+
+    /// The command itself, seen through a [`Command::Sequenced`] wrapper.
+    pub fn unwrapped(&self) -> &Command {
+        match self {
+            Command::Sequenced { command, .. } => command.unwrapped(),
+            other => other,
         }
     }
 }
@@ -156,6 +196,13 @@ pub struct LeaseMachine {
     /// without a scan.
     #[serde(default)]
     owners: BTreeMap<String, u64>,
+    /// Exactly-once bookkeeping of sessions that use sequence numbers or a
+    /// creation key. New fields go last (see `snapshot.rs`).
+    #[serde(default)]
+    once: BTreeMap<SessionId, once::Once>,
+    /// Live sessions by creation key (`once::key_of`).
+    #[serde(default)]
+    session_keys: BTreeMap<String, SessionId>,
 }
 
 impl LeaseMachine {
@@ -214,6 +261,17 @@ impl LeaseMachine {
                 value,
             } => self.proclaim(*session, name, *token, value, &mut events),
             Command::ForceRelease { name } => self.force_release(name, index, at_ms, &mut events),
+            Command::Sequenced {
+                seq,
+                acked_below,
+                command,
+            } => self.sequenced(*seq, *acked_below, command, index, at_ms, &mut events),
+            Command::CreateSessionOnce {
+                ttl_ms,
+                client_name,
+                owner,
+                key,
+            } => self.create_session_once(*ttl_ms, client_name, owner, *key, index, at_ms),
         };
         Outcome { reply, events }
     }

@@ -83,6 +83,7 @@ impl LeaseMachine {
             let Some(s) = self.sessions.remove(id) else {
                 continue;
             };
+            self.forget_once(s.id, &s.owner);
             if let Some(n) = self.owners.get_mut(&s.owner) {
                 *n -= 1;
                 if *n == 0 {

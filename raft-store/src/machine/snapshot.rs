@@ -6,12 +6,16 @@
 //! under a second, where version 1's JSON took seconds per hundred thousand
 //! and the state is read-locked meanwhile. Version 1 snapshots and backups
 //! (JSON, `{"version":1,"machine":...}`) are still read.
+//!
+//! Version 3 adds the exactly-once tables (`once.rs`) after the fields
+//! version 2 had; postcard is positional, so version 2 is read through a
+//! struct of those first fields.
 
 use super::LeaseMachine;
 use serde::{Deserialize, Serialize};
 
 /// The snapshot format this build writes and the newest it reads.
-pub const SNAPSHOT_VERSION: u32 = 2;
+pub const SNAPSHOT_VERSION: u32 = 3;
 
 /// What a binary (version ≥ 2) snapshot starts with; JSON never does.
 const MAGIC: &[u8; 8] = b"\0RLSNAP\0";
@@ -38,6 +42,14 @@ pub enum SnapshotError {
 #[derive(Deserialize)]
 struct Header {
     version: u32,
+}
+
+/// The fields a version 2 snapshot holds, in their order.
+#[derive(Deserialize)]
+struct V2 {
+    sessions: std::collections::BTreeMap<super::SessionId, super::Session>,
+    locks: std::collections::BTreeMap<String, super::LockState>,
+    owners: std::collections::BTreeMap<String, u64>,
 }
 
 #[derive(Deserialize)]
@@ -72,7 +84,18 @@ impl LeaseMachine {
                     supported: SNAPSHOT_VERSION,
                 });
             }
-            let (machine, left) = postcard::take_from_bytes::<LeaseMachine>(body)?;
+            let (machine, left) = if version <= 2 {
+                let (v2, left) = postcard::take_from_bytes::<V2>(body)?;
+                let machine = LeaseMachine {
+                    sessions: v2.sessions,
+                    locks: v2.locks,
+                    owners: v2.owners,
+                    ..LeaseMachine::default()
+                };
+                (machine, left)
+            } else {
+                postcard::take_from_bytes::<LeaseMachine>(body)?
+            };
             if !left.is_empty() {
                 return Err(SnapshotError::CorruptBinary(
                     postcard::Error::DeserializeBadEncoding,

@@ -1,0 +1,218 @@
+//! Exactly-once requests, as in the Raft dissertation's client sessions
+//! (§6.3). A client numbers its logical requests per session (`seq`, from
+//! 1; retries reuse the number) and sends along the lowest number it still
+//! waits for an answer to (`acked_below`). The state machine keeps the
+//! first answer of every number at or above that, so a duplicate, however
+//! late, gets the first answer and is never executed twice; it forgets an
+//! answer only once the client said it will not ask again, and refuses any
+//! number below that unexecuted. A try-lock that answered "busy" and whose
+//! duplicate arrives after the lock was freed stays "busy": no grant the
+//! client cannot see.
+//!
+//! A session may also be created with a client-chosen key: a retry of a
+//! creation whose answer was lost finds the session the first attempt
+//! made, instead of leaving an orphan that holds locks until its TTL.
+
+use super::error::LeaseError;
+use super::outcome::{Event, Reply};
+use super::types::{Finished, LogIndex, RequestId, SessionId};
+use super::{acquire, Command, LeaseMachine};
+use raftlock_proto::limits;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A session's exactly-once bookkeeping.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Once {
+    /// The key the session was created with, if any.
+    pub key: Option<u128>,
+    /// The highest `acked_below` the client has sent.
+    pub acked_below: u64,
+    /// First answers of the requests not yet acknowledged, by seq.
+    pub answers: BTreeMap<u64, Recorded>,
+}
+
+/// The first answer to a sequenced request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recorded {
+    /// The acquisition it was (a seq reused for another one is refused).
+    pub request_id: RequestId,
+    /// What it answered.
+    pub first: Result<Reply, LeaseError>,
+}
+
+/// The index entry of a session created with `key` by `owner`: keys are
+/// per identity, so one identity cannot reach another's session by its key.
+pub(super) fn key_of(owner: &str, key: u128) -> String {
+    format!("{key:032x}/{owner}")
+}
+
+impl LeaseMachine {
+    /// The live session `owner` created with `key`, if any.
+    pub fn session_by_key(&self, owner: &str, key: u128) -> Option<SessionId> {
+        self.session_keys
+            .get(&key_of(owner, key))
+            .copied()
+            .filter(|id| self.sessions.contains_key(id))
+    }
+
+    pub(super) fn create_session_once(
+        &mut self,
+        ttl_ms: u64,
+        client_name: &str,
+        owner: &str,
+        key: u128,
+        index: LogIndex,
+        at_ms: u64,
+    ) -> Result<Reply, LeaseError> {
+        if let Some(s) = self
+            .session_keys
+            .get(&key_of(owner, key))
+            .and_then(|id| self.sessions.get(id))
+        {
+            return Ok(Reply::SessionCreated {
+                session: s.id,
+                ttl_ms: s.ttl_ms,
+            });
+        }
+        let reply = self.create_session(ttl_ms, client_name, owner, index, at_ms)?;
+        self.session_keys.insert(key_of(owner, key), index);
+        self.once.entry(index).or_default().key = Some(key);
+        Ok(reply)
+    }
+
+    /// Forgets what a session that ended kept here.
+    pub(super) fn forget_once(&mut self, session: SessionId, owner: &str) {
+        if let Some(once) = self.once.remove(&session) {
+            if let Some(key) = once.key {
+                self.session_keys.remove(&key_of(owner, key));
+            }
+        }
+    }
+
+    /// Where a granted or queued acquisition stands now, if it still does.
+    fn standing(&self, session: SessionId, name: &str, request_id: RequestId) -> Option<Reply> {
+        let s = self.sessions.get(&session)?;
+        let lock = self.locks.get(name)?;
+        if s.held.get(name) == Some(&request_id) {
+            return lock.holder(session).cloned().map(Reply::Acquired);
+        }
+        if s.waiting.get(name) == Some(&request_id) {
+            return lock
+                .queue_position(session)
+                .map(|position| Reply::Queued { position });
+        }
+        None
+    }
+
+    /// How an acquisition that no longer stands ended, as its retry's error.
+    fn finished_answer(&self, session: SessionId, request_id: RequestId) -> LeaseError {
+        let finished = self.sessions.get(&session).and_then(|s| {
+            s.finished
+                .iter()
+                .rev()
+                .find(|(id, _)| *id == request_id)
+                .map(|(_, f)| *f)
+        });
+        match finished {
+            Some(Finished::Released(token)) => LeaseError::RequestReleased { request_id, token },
+            Some(Finished::WaitCancelled) => LeaseError::WaitCancelled { request_id },
+            None => LeaseError::RequestFinished { request_id },
+        }
+    }
+
+    pub(super) fn sequenced(
+        &mut self,
+        seq: u64,
+        acked_below: u64,
+        command: &Command,
+        index: LogIndex,
+        at_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<Reply, LeaseError> {
+        let Command::Acquire {
+            session,
+            name,
+            request_id,
+            mode,
+            permits,
+            wait_ms,
+            metadata,
+        } = command
+        else {
+            return Err(LeaseError::InvalidArgument(format!(
+                "only an acquire can be sequenced, not {}",
+                command.kind()
+            )));
+        };
+        if seq == 0 {
+            return Err(LeaseError::InvalidArgument(
+                "sequence numbers start at 1".into(),
+            ));
+        }
+        if !self.sessions.contains_key(session) {
+            return Err(LeaseError::SessionNotFound(*session));
+        }
+        let once = self.once.entry(*session).or_default();
+        if acked_below > once.acked_below {
+            once.acked_below = acked_below;
+            // Everything below is answered and will not be asked again.
+            once.answers = once.answers.split_off(&acked_below);
+        }
+        if seq < once.acked_below {
+            return Err(LeaseError::RequestAcknowledged {
+                session: *session,
+                seq,
+            });
+        }
+        if let Some(recorded) = once.answers.get(&seq).cloned() {
+            if recorded.request_id != *request_id {
+                return Err(LeaseError::InvalidArgument(format!(
+                    "sequence number {seq} of session {session} belongs to another request"
+                )));
+            }
+            return match recorded.first {
+                // Granted or queued: answer with where it stands now, or how
+                // it ended; never run it again.
+                Ok(Reply::Acquired(_) | Reply::Queued { .. }) => {
+                    match self.standing(*session, name, *request_id) {
+                        Some(reply) => Ok(reply),
+                        None => Err(self.finished_answer(*session, *request_id)),
+                    }
+                }
+                first => first,
+            };
+        }
+        let once = self.once.entry(*session).or_default();
+        if once.answers.len() >= limits::MAX_UNACKED_REQUESTS_PER_SESSION {
+            return Err(LeaseError::TooManyUnacknowledged {
+                session: *session,
+                max: limits::MAX_UNACKED_REQUESTS_PER_SESSION,
+            });
+        }
+        let first = self.acquire(
+            acquire::Request {
+                session: *session,
+                name,
+                request_id: *request_id,
+                mode: *mode,
+                permits: *permits,
+                wait_ms: *wait_ms,
+                metadata,
+            },
+            index,
+            at_ms,
+            events,
+        );
+        if let Some(once) = self.once.get_mut(session) {
+            once.answers.insert(
+                seq,
+                Recorded {
+                    request_id: *request_id,
+                    first: first.clone(),
+                },
+            );
+        }
+        first
+    }
+}

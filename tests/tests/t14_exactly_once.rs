@@ -1,0 +1,130 @@
+//! Exactly-once requests on real clusters (DESIGN.md, "Grant"): a late
+//! duplicate never produces a second grant, and a retried session creation
+//! never leaves an orphan session.
+
+use raftlock_proto::v1::lock_client::LockClient;
+use raftlock_proto::v1::session_client::SessionClient;
+use raftlock_proto::v1::*;
+use raftlock_tests::{raw, Cluster};
+use std::time::Duration;
+
+async fn lock_client(addr: &str) -> LockClient<tonic::transport::Channel> {
+    LockClient::connect(format!("http://{addr}")).await.unwrap()
+}
+
+fn sequenced(session: u64, name: &str, id: u128, seq: u64, acked_below: u64) -> AcquireRequest {
+    AcquireRequest {
+        session_id: session,
+        name: name.into(),
+        request_id: id.to_be_bytes().to_vec(),
+        seq,
+        acked_below,
+        ..Default::default()
+    }
+}
+
+async fn leader_addr(cluster: &Cluster) -> String {
+    let leader = cluster.wait_for_leader(Duration::from_secs(10)).await;
+    cluster.nodes[(leader - 1) as usize].client_addr.clone()
+}
+
+/// Request ids alone were remembered for a session's last 256 finished
+/// acquisitions: a duplicate delayed past that was granted again, a grant
+/// its client never saw, held until the session ended.
+#[tokio::test]
+async fn a_late_duplicate_of_an_acquire_is_refused_not_granted_again() {
+    let cluster = Cluster::start(3).await;
+    let leader = leader_addr(&cluster).await;
+    let session = raw::silent_session(&leader, 60_000).await;
+    let mut locks = lock_client(&leader).await;
+    let first = sequenced(session, "once/l", 1, 1, 1);
+    let g = locks.acquire(first.clone()).await.unwrap().into_inner();
+    assert!(g.acquired);
+    raw::release(&leader, session, "once/l", g.grant.unwrap().token)
+        .await
+        .unwrap();
+    for seq in 2..=300u64 {
+        // A client acknowledges each answer before its next request.
+        let r = locks
+            .acquire(sequenced(session, "once/l", seq as u128, seq, seq))
+            .await
+            .unwrap()
+            .into_inner();
+        raw::release(&leader, session, "once/l", r.grant.unwrap().token)
+            .await
+            .unwrap();
+    }
+    // The first attempt, delayed in the network all this time, arrives.
+    let late = locks.acquire(first).await;
+    let status = late.expect_err("a late duplicate must not be granted");
+    assert_eq!(status.code(), tonic::Code::FailedPrecondition, "{status:?}");
+    let d = raw::describe(&leader, "once/l").await.unwrap();
+    assert!(d.holders.is_empty(), "nobody holds the lock: {d:?}");
+}
+
+#[tokio::test]
+async fn a_busy_try_lock_retried_after_the_lock_is_freed_stays_busy() {
+    let cluster = Cluster::start(3).await;
+    let leader = leader_addr(&cluster).await;
+    let (a, b) = (
+        raw::silent_session(&leader, 60_000).await,
+        raw::silent_session(&leader, 60_000).await,
+    );
+    let held = raw::acquire(&leader, b, "once/busy", None).await.unwrap();
+    let mut locks = lock_client(&leader).await;
+    let try_lock = sequenced(a, "once/busy", 7, 1, 1);
+    assert!(
+        !locks
+            .acquire(try_lock.clone())
+            .await
+            .unwrap()
+            .into_inner()
+            .acquired
+    );
+    raw::release(&leader, b, "once/busy", held.grant.unwrap().token)
+        .await
+        .unwrap();
+    // The caller lost the answer and retries: it gets the answer the first
+    // attempt had, not a grant it would not know to release.
+    let retry = locks.acquire(try_lock).await.unwrap().into_inner();
+    assert!(!retry.acquired, "{retry:?}");
+    let d = raw::describe(&leader, "once/busy").await.unwrap();
+    assert!(d.holders.is_empty(), "{d:?}");
+}
+
+#[tokio::test]
+async fn a_retried_session_creation_returns_the_session_the_first_attempt_made() {
+    let cluster = Cluster::start(3).await;
+    let leader = leader_addr(&cluster).await;
+    let mut sessions = SessionClient::connect(format!("http://{leader}"))
+        .await
+        .unwrap();
+    let create = CreateSessionRequest {
+        ttl_ms: 60_000,
+        client_name: "retry".into(),
+        creation_key: 42u128.to_be_bytes().to_vec(),
+    };
+    let first = sessions.create(create.clone()).await.unwrap().into_inner();
+    // Its answer was lost; the retry:
+    let again = sessions.create(create.clone()).await.unwrap().into_inner();
+    assert_eq!(first.session_id, again.session_id);
+    let client = cluster.client().await;
+    let status = client.status().await.unwrap();
+    assert_eq!(status.sessions, 1, "no orphan session");
+    // A malformed key is refused, not ignored.
+    let bad = sessions
+        .create(CreateSessionRequest {
+            creation_key: vec![1, 2, 3],
+            ..create
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+    // And so is an acknowledgement above the request's own number.
+    let mut locks = lock_client(&leader).await;
+    let bad = locks
+        .acquire(sequenced(first.session_id, "x", 1, 1, 2))
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+}
