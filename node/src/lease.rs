@@ -19,6 +19,8 @@
 use crate::node::{Node, NodeError};
 use openraft::ServerState;
 use raftlock_store::machine::{Command, Event, Reply, RequestId, SessionId};
+#[cfg(feature = "planted-bugs")]
+use raftlock_store::planted::{planted, Bug};
 use raftlock_store::state_machine::Change;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -160,6 +162,10 @@ impl LeaseDriver {
             );
             drop(d);
             drop(state);
+            #[cfg(feature = "planted-bugs")]
+            if planted(Bug::LateKeepAlive) && res == Err(Refused::Expired) {
+                return Ok(ttl.unwrap_or(Duration::from_secs(10)));
+            }
             match res {
                 Ok(()) => {}
                 Err(Refused::NotLeader) => return Err(self.node.not_leader()),
@@ -175,6 +181,10 @@ impl LeaseDriver {
             .session(session)
             .map(|s| Duration::from_millis(s.ttl_ms));
         let d = self.lock();
+        #[cfg(feature = "planted-bugs")]
+        if planted(Bug::LateKeepAlive) && d.term.is_some() {
+            return Ok(ttl.unwrap_or(Duration::from_secs(10)));
+        }
         match ttl {
             Some(ttl) if d.live(session, Instant::now()) => Ok(ttl),
             _ if d.term.is_none() => {
@@ -199,6 +209,19 @@ impl LeaseDriver {
         let now = Instant::now();
         let state = self.node.state.read();
         let mut d = self.lock();
+        #[cfg(feature = "planted-bugs")]
+        if planted(Bug::UnconfirmedExpiry) {
+            // Keeps the deadlines of an earlier term instead of a full TTL.
+            d.term = term;
+            if term.is_none() {
+                return;
+            }
+            for s in state.machine.sessions() {
+                let ttl = Duration::from_millis(s.ttl_ms);
+                d.sessions.entry(s.id).or_insert((now + ttl, ttl));
+            }
+            return;
+        }
         d.term = term;
         d.sessions.clear();
         d.waits.clear();
@@ -341,7 +364,15 @@ impl LeaseDriver {
             return;
         }
         let round = Instant::now();
-        if let Err(e) = self.node.confirmer.confirmed_after(round).await {
+        #[cfg(feature = "planted-bugs")]
+        let confirmed = if planted(Bug::UnconfirmedExpiry) {
+            Ok(())
+        } else {
+            self.node.confirmer.confirmed_after(round).await
+        };
+        #[cfg(not(feature = "planted-bugs"))]
+        let confirmed = self.node.confirmer.confirmed_after(round).await;
+        if let Err(e) = confirmed {
             warn!(node = self.node.id, error = %e, "not expiring sessions: leadership not confirmed");
             return;
         }

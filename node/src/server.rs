@@ -74,7 +74,10 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     crate::admin::recorder();
     let cluster = (!config.initial_cluster.is_empty()).then(|| cluster_id(&config.initial_cluster));
     let data = DataDir::open(&config.data_dir, config.id, cluster.as_deref())?;
-    let (log, sm) = open_storage(&data).map_err(|e| StartError::Storage(e.to_string()))?;
+    #[allow(unused_mut)]
+    let (mut log, sm) = open_storage(&data).map_err(|e| StartError::Storage(e.to_string()))?;
+    #[cfg(feature = "planted-bugs")]
+    plant_from_env(&mut log).await?;
     let log_stats = log.stats();
     let shared = sm.shared();
     let auth = Arc::new(match &config.auth_file {
@@ -407,4 +410,29 @@ impl RunningNode {
         info!(node = self.node.id, "stopped");
         Ok(())
     }
+}
+
+/// Plants the bug `RAFTLOCK_PLANT` names (a build with the `planted-bugs`
+/// feature only, for the harness's own tests).
+#[cfg(feature = "planted-bugs")]
+async fn plant_from_env(log: &mut raftlock_store::log_store::LogStore) -> Result<(), StartError> {
+    use openraft::storage::RaftLogStorage;
+    use raftlock_store::planted::{self, Bug};
+    let Ok(name) = std::env::var("RAFTLOCK_PLANT") else {
+        return Ok(());
+    };
+    let bug = Bug::parse(&name).ok_or_else(|| {
+        StartError::Storage(format!(
+            "RAFTLOCK_PLANT={name:?} is not one of {}",
+            Bug::names().collect::<Vec<_>>().join(", ")
+        ))
+    })?;
+    let state = log
+        .get_log_state()
+        .await
+        .map_err(|e| StartError::Storage(e.to_string()))?;
+    planted::set_restart_index(state.last_log_id.map(|l| l.index).unwrap_or(0));
+    planted::plant(bug);
+    warn!(bug = %name, "PLANTED BUG: this node is deliberately broken for a harness test");
+    Ok(())
 }

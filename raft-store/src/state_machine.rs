@@ -277,6 +277,8 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                         state.last_membership = StoredMembership::new(Some(entry.log_id), m);
                     }
                     EntryPayload::Normal(p) => {
+                        #[cfg(feature = "planted-bugs")]
+                        let index = crate::planted::token_index(index);
                         for (i, command) in p.commands.into_iter().enumerate() {
                             let at = batch_index(index, i);
                             // A leader never builds such an entry; one that

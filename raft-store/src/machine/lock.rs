@@ -97,6 +97,22 @@ impl LockState {
             self.holders.push(grant.clone());
             granted.push(grant);
         }
+        #[cfg(feature = "planted-bugs")]
+        if !granted.is_empty() && crate::planted::planted(crate::planted::Bug::DoubleGrant) {
+            if let Some(w) = self.waiters.pop_front() {
+                let grant = Grant {
+                    name: name.to_owned(),
+                    session: w.session,
+                    request_id: w.request_id,
+                    mode: w.mode,
+                    token: index,
+                    granted_at_ms: at_ms,
+                    metadata: w.metadata,
+                };
+                self.holders.push(grant.clone());
+                granted.push(grant);
+            }
+        }
         granted
     }
 }

@@ -1,0 +1,71 @@
+//! Bugs a test can plant in a real server, to show that the fault-injection
+//! harness reports them (a harness that passes a broken server proves
+//! nothing). Compiled only with the `planted-bugs` feature, which no normal
+//! build enables; `raftlockd` plants the bug named in `RAFTLOCK_PLANT`.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+
+/// A bug to plant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bug {
+    /// A release or expiry that hands a lock over also grants the next
+    /// waiter behind the first, whatever the lock's capacity.
+    DoubleGrant,
+    /// After a restart, tokens (and session ids) count from the restored
+    /// snapshot's index again instead of from the log index.
+    TokenReuse,
+    /// The leader expires sessions without confirming it still leads, and
+    /// keeps its deadlines across terms instead of a full TTL per election.
+    UnconfirmedExpiry,
+    /// A keep-alive for a session the leader already expired is
+    /// acknowledged as if it lived.
+    LateKeepAlive,
+}
+
+impl Bug {
+    const ALL: [(Bug, &'static str); 4] = [
+        (Bug::DoubleGrant, "double-grant"),
+        (Bug::TokenReuse, "token-reuse"),
+        (Bug::UnconfirmedExpiry, "unconfirmed-expiry"),
+        (Bug::LateKeepAlive, "late-keepalive"),
+    ];
+
+    /// Reads a bug's name.
+    pub fn parse(name: &str) -> Option<Bug> {
+        Bug::ALL.iter().find(|(_, n)| *n == name).map(|(b, _)| *b)
+    }
+
+    /// Every bug's name.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        Bug::ALL.iter().map(|(_, n)| *n)
+    }
+}
+
+static PLANTED: AtomicU8 = AtomicU8::new(0);
+static RESTART_INDEX: AtomicU64 = AtomicU64::new(0);
+
+/// Records the last log index this process found on disk at start: with
+/// [`Bug::TokenReuse`], entries after it count their indexes from it.
+pub fn set_restart_index(index: u64) {
+    RESTART_INDEX.store(index, Ordering::SeqCst);
+}
+
+/// The index an entry's tokens come from under [`Bug::TokenReuse`].
+pub fn token_index(index: u64) -> u64 {
+    let restart = RESTART_INDEX.load(Ordering::Relaxed);
+    if planted(Bug::TokenReuse) && restart > 0 && index > restart {
+        index - restart
+    } else {
+        index
+    }
+}
+
+/// Plants `bug` for the rest of the process.
+pub fn plant(bug: Bug) {
+    PLANTED.store(bug as u8 + 1, Ordering::SeqCst);
+}
+
+/// Whether `bug` is planted.
+pub fn planted(bug: Bug) -> bool {
+    PLANTED.load(Ordering::Relaxed) == bug as u8 + 1
+}
