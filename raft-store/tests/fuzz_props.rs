@@ -40,7 +40,7 @@ fn the_prepared_state_is_reached_by_checked_steps_and_keeps_the_invariants() {
 fn the_checker_catches_broken_states() {
     let good: serde_json::Value = serde_json::from_slice(&prepared().to_json_snapshot()).unwrap();
     type Breakage = fn(&mut serde_json::Value);
-    let breakages: [(&str, Breakage); 7] = [
+    let breakages: [(&str, Breakage); 11] = [
         ("a holder's session is gone", |v| {
             v["machine"]["sessions"]
                 .as_object_mut()
@@ -64,6 +64,24 @@ fn the_checker_catches_broken_states() {
         }),
         ("a session that forgot what it holds", |v| {
             v["machine"]["sessions"]["2"]["held"] = serde_json::json!({});
+        }),
+        ("exactly-once bookkeeping of an ended session", |v| {
+            v["machine"]["once"]["99"] =
+                serde_json::json!({"key": null, "acked_below": 0, "answers": {}});
+        }),
+        ("a creation key of an ended session", |v| {
+            v["machine"]["session_keys"][format!("{:032x}/", 7)] = 99.into();
+        }),
+        ("a session created with a key the index lacks", |v| {
+            v["machine"]["once"]["1"] =
+                serde_json::json!({"key": 7, "acked_below": 0, "answers": {}});
+        }),
+        ("an answer kept below the acknowledged mark", |v| {
+            v["machine"]["once"]["1"] = serde_json::json!({
+                "key": null,
+                "acked_below": 5,
+                "answers": {"3": {"request_id": 1, "first": {"Ok": "WaitCancelled"}}},
+            });
         }),
     ];
     for (what, breakage) in breakages {

@@ -2,8 +2,15 @@
 //! to a deliberately naive reference model (vectors and linear scans, written
 //! from DESIGN.md) must agree on every reply and every holder and waiter,
 //! while the machine keeps the invariants the contract promises.
+//!
+//! Exactly-once requests (sequenced acquires and keyed session creation)
+//! are sent by a simulated client that numbers its requests, loses answers,
+//! retries, and whose old packets the network delivers late; the model
+//! keeps the server's side of the rule, and a separate property checks the
+//! promise itself from the outcomes alone: no sequenced request runs twice.
 
 use proptest::prelude::*;
+use raftlock_proto::limits::MAX_UNACKED_REQUESTS_PER_SESSION;
 use raftlock_store::machine::{
     Command, Event, LeaseError, LeaseMachine, Mode, Outcome, Reply, RequestId,
 };
@@ -39,7 +46,51 @@ enum Op {
         lock: usize,
     },
     ForceRelease(usize),
+    /// A sequenced acquire from the session's client.
+    Seq {
+        s: usize,
+        lock: usize,
+        shared: bool,
+        permits: Option<u32>,
+        wait: bool,
+        packet: Packet,
+        /// Whether the answer reaches the client, which then acknowledges
+        /// it in its next requests.
+        delivered: bool,
+    },
+    CreateOnce {
+        owner: usize,
+        key: usize,
+    },
 }
+
+/// Which packet a sequenced acquire is.
+#[derive(Clone, Debug)]
+enum Packet {
+    /// The client's next logical request.
+    Fresh,
+    /// The client's retry of a request it has no answer to.
+    Retry(usize),
+    /// An earlier packet of the client, verbatim (its old `acked_below`
+    /// included), that the network delayed or duplicated.
+    Late(usize),
+    /// A new request whose `acked_below` is behind what the client sent
+    /// before, as if reordered with a later one.
+    StaleAck(u8),
+    /// An earlier sequence number reused for another request (a client
+    /// bug).
+    Reused(usize),
+    /// Sequence number 0, with an `acked_below` ahead of the client's.
+    Zero,
+}
+
+/// Creation keys: few, so that retries (and other owners' same keys) are
+/// common; the largest checks the key is not truncated.
+const KEYS: [u128; 3] = [1, 2, u128::MAX];
+
+/// Request ids of sequenced requests start here, above the plain ops'
+/// `0..6`, and are unique per session, so each names one logical request.
+const SEQUENCED_IDS: u128 = 1_000;
 
 /// Session owners: the empty one (no authentication) and two identities.
 const OWNERS: [&str; 3] = ["", "team-a", "team-b"];
@@ -54,9 +105,26 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(s, lock, req, shared, permits, wait)| Op::Acquire { s, lock, req, shared, permits, wait }),
         5 => (any::<usize>(), 0..LOCKS.len(), prop::bool::weighted(0.9))
             .prop_map(|(s, lock, right_token)| Op::Release { s, lock, right_token }),
-        2 => (any::<usize>(), 0..LOCKS.len(), 0u8..6).prop_map(|(s, lock, req)| Op::Cancel { s, lock, req }),
+        // From 6 up: one of the lock's waiters, so that sequenced requests'
+        // waits (with their own request ids) are cancelled too.
+        3 => (any::<usize>(), 0..LOCKS.len(), 0u8..10).prop_map(|(s, lock, req)| Op::Cancel { s, lock, req }),
         1 => (any::<usize>(), 0..LOCKS.len()).prop_map(|(s, lock)| Op::Proclaim { s, lock }),
         1 => (0..LOCKS.len()).prop_map(Op::ForceRelease),
+        7 => (any::<usize>(), 0..LOCKS.len(), any::<bool>(), prop::option::weighted(0.2, 1u32..4),
+              prop::bool::weighted(0.6), packet(), prop::bool::weighted(0.6))
+            .prop_map(|(s, lock, shared, permits, wait, packet, delivered)| Op::Seq { s, lock, shared, permits, wait, packet, delivered }),
+        2 => (0..OWNERS.len(), 0..KEYS.len()).prop_map(|(owner, key)| Op::CreateOnce { owner, key }),
+    ]
+}
+
+fn packet() -> impl Strategy<Value = Packet> {
+    prop_oneof![
+        4 => Just(Packet::Fresh),
+        3 => any::<usize>().prop_map(Packet::Retry),
+        3 => any::<usize>().prop_map(Packet::Late),
+        1 => (0u8..3).prop_map(Packet::StaleAck),
+        1 => any::<usize>().prop_map(Packet::Reused),
+        1 => Just(Packet::Zero),
     ]
 }
 
@@ -75,6 +143,44 @@ struct MLock {
     queue: Vec<(u64, Mode, u128)>,
 }
 
+/// The first answer to a sequenced request, as the model keeps it.
+#[derive(Clone, Debug)]
+struct Kept {
+    req: u128,
+    name: String,
+    first: Answer,
+}
+
+/// The server's exactly-once bookkeeping of one session.
+#[derive(Clone, Debug, Default)]
+struct MOnce {
+    /// The highest `acked_below` seen.
+    acked: u64,
+    /// First answers of sequence numbers not yet acknowledged.
+    kept: BTreeMap<u64, Kept>,
+}
+
+/// A session's client, on the generator's side (not part of the reference
+/// model): the requests it numbered and which answers it has not had.
+#[derive(Default)]
+struct Client {
+    last_seq: u64,
+    unanswered: BTreeSet<u64>,
+    requests: BTreeMap<u64, Command>,
+    sent: Vec<Command>,
+}
+
+impl Client {
+    /// What a client acknowledges: everything below the lowest request it
+    /// still waits for an answer to.
+    fn acked_below(&self) -> u64 {
+        self.unanswered
+            .first()
+            .copied()
+            .unwrap_or(self.last_seq + 1)
+    }
+}
+
 /// The reference model: what DESIGN.md says, as plainly as possible.
 #[derive(Default)]
 struct Model {
@@ -83,10 +189,13 @@ struct Model {
     owner: BTreeMap<u64, &'static str>,
     locks: BTreeMap<String, MLock>,
     finished: BTreeMap<(u64, u128), &'static str>,
+    once: BTreeMap<u64, MOnce>,
+    keys: BTreeMap<(&'static str, u128), u64>,
+    clients: BTreeMap<u64, Client>,
 }
 
 /// A reply reduced to what the model predicts.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 enum Answer {
     Created(u64),
     Acquired(u64, u64),
@@ -94,6 +203,16 @@ enum Answer {
     Busy,
     Ok,
     Err(&'static str),
+}
+
+/// An acquire as a sequenced command carries it.
+struct Request {
+    session: u64,
+    name: String,
+    req: u128,
+    mode: Mode,
+    permits: Option<u32>,
+    wait: bool,
 }
 
 fn fits(l: &MLock, mode: Mode, permits: Option<u32>) -> bool {
@@ -113,6 +232,87 @@ impl Model {
         } else {
             self.created[s % self.created.len()]
         }
+    }
+
+    fn create(&mut self, owner: &'static str, index: u64) {
+        self.created.push(index);
+        self.alive.insert(index);
+        self.owner.insert(index, owner);
+    }
+
+    /// The exactly-once rule: a sequence number is answered once, by running
+    /// the request; a duplicate gets that answer (for a grant or a wait,
+    /// where it stands now or how it ended) and runs nothing; numbers below
+    /// the highest `acked_below` seen are refused, their answers forgotten.
+    fn sequenced(&mut self, seq: u64, acked_below: u64, r: Request, index: u64) -> Answer {
+        if seq == 0 {
+            return Answer::Err("invalid-argument");
+        }
+        if !self.alive.contains(&r.session) {
+            return Answer::Err("session-not-found");
+        }
+        let once = self.once.entry(r.session).or_default();
+        once.acked = once.acked.max(acked_below);
+        let acked = once.acked;
+        once.kept.retain(|s, _| *s >= acked);
+        if seq < once.acked {
+            return Answer::Err("request-acknowledged");
+        }
+        if let Some(kept) = once.kept.get(&seq).cloned() {
+            if kept.req != r.req {
+                return Answer::Err("invalid-argument");
+            }
+            return match kept.first {
+                Answer::Acquired(..) | Answer::Queued(_) => {
+                    self.standing(r.session, &kept.name, kept.req)
+                }
+                first => first,
+            };
+        }
+        if once.kept.len() >= MAX_UNACKED_REQUESTS_PER_SESSION {
+            return Answer::Err("too-many-unacknowledged");
+        }
+        let first = self.acquire(r.session, &r.name, r.req, r.mode, r.permits, r.wait, index);
+        let kept = Kept {
+            req: r.req,
+            name: r.name,
+            first: first.clone(),
+        };
+        if let Some(once) = self.once.get_mut(&r.session) {
+            once.kept.insert(seq, kept);
+        }
+        first
+    }
+
+    /// Where a request that was granted or queued stands now, or how it
+    /// ended.
+    fn standing(&self, session: u64, name: &str, req: u128) -> Answer {
+        let l = self.locks.get(name).cloned().unwrap_or_default();
+        if let Some(h) = l
+            .holders
+            .iter()
+            .find(|h| h.session == session && h.req == req)
+        {
+            return Answer::Acquired(session, h.token);
+        }
+        if let Some(pos) = l.queue.iter().position(|w| w.0 == session && w.2 == req) {
+            return Answer::Queued(pos);
+        }
+        Answer::Err(
+            self.finished
+                .get(&(session, req))
+                .copied()
+                .unwrap_or("request-finished"),
+        )
+    }
+
+    /// Mostly a live session: exactly-once answers matter while it lives.
+    fn pick_live(&self, s: usize) -> u64 {
+        if self.alive.is_empty() || s.is_multiple_of(5) {
+            return self.pick(s);
+        }
+        let n = self.alive.len();
+        *self.alive.iter().nth(s % n).expect("in range")
     }
 
     fn grant_queue(&mut self, name: &str, index: u64) {
@@ -138,9 +338,7 @@ impl Model {
     fn step(&mut self, op: &Op, index: u64) -> (Command, Answer) {
         match op {
             Op::Create(o) => {
-                self.created.push(index);
-                self.alive.insert(index);
-                self.owner.insert(index, OWNERS[*o]);
+                self.create(OWNERS[*o], index);
                 (
                     Command::CreateSession {
                         ttl_ms: 5_000,
@@ -149,6 +347,135 @@ impl Model {
                     },
                     Answer::Created(index),
                 )
+            }
+            Op::CreateOnce { owner, key } => {
+                let (owner, key) = (OWNERS[*owner], KEYS[*key]);
+                let cmd = Command::CreateSessionOnce {
+                    ttl_ms: 5_000,
+                    client_name: String::new(),
+                    owner: owner.into(),
+                    key,
+                };
+                if let Some(s) = self.keys.get(&(owner, key)) {
+                    return (cmd, Answer::Created(*s));
+                }
+                self.create(owner, index);
+                self.keys.insert((owner, key), index);
+                (cmd, Answer::Created(index))
+            }
+            Op::Seq {
+                s,
+                lock,
+                shared,
+                permits,
+                wait,
+                packet,
+                delivered,
+            } => {
+                let session = self.pick_live(*s);
+                let mode = if *shared {
+                    Mode::Shared
+                } else {
+                    Mode::Exclusive
+                };
+                let acquire = |req: u128| Command::Acquire {
+                    session,
+                    name: LOCKS[*lock].into(),
+                    request_id: RequestId(req),
+                    mode,
+                    permits: *permits,
+                    wait_ms: wait.then_some(1_000),
+                    metadata: vec![],
+                };
+                let client = self.clients.entry(session).or_default();
+                let fresh = |client: &mut Client| {
+                    client.last_seq += 1;
+                    let seq = client.last_seq;
+                    client.unanswered.insert(seq);
+                    client
+                        .requests
+                        .insert(seq, acquire(SEQUENCED_IDS + seq as u128));
+                    seq
+                };
+                let (seq, acked_below, inner) = match packet {
+                    Packet::Retry(i) if !client.unanswered.is_empty() => {
+                        let n = client.unanswered.len();
+                        let seq = *client.unanswered.iter().nth(i % n).expect("in range");
+                        (seq, client.acked_below(), client.requests[&seq].clone())
+                    }
+                    Packet::Late(i) if !client.sent.is_empty() => {
+                        let n = client.sent.len();
+                        let Command::Sequenced {
+                            seq,
+                            acked_below,
+                            command,
+                        } = client.sent[i % n].clone()
+                        else {
+                            unreachable!("the client sends only sequenced commands")
+                        };
+                        (seq, acked_below, *command)
+                    }
+                    Packet::StaleAck(behind) => {
+                        let acked = client.acked_below();
+                        let seq = fresh(client);
+                        let stale = acked.saturating_sub(u64::from(*behind) + 1);
+                        (seq, stale, client.requests[&seq].clone())
+                    }
+                    Packet::Reused(i) if !client.requests.is_empty() => {
+                        let n = client.requests.len();
+                        let seq = *client.requests.keys().nth(i % n).expect("in range");
+                        (
+                            seq,
+                            client.acked_below(),
+                            acquire(2_000_000 + index as u128),
+                        )
+                    }
+                    Packet::Zero => (
+                        0,
+                        client.acked_below() + 1,
+                        acquire(3_000_000 + index as u128),
+                    ),
+                    _ => {
+                        let seq = fresh(client);
+                        (seq, client.acked_below(), client.requests[&seq].clone())
+                    }
+                };
+                let cmd = Command::Sequenced {
+                    seq,
+                    acked_below,
+                    command: Box::new(inner.clone()),
+                };
+                // A late packet is the network's copy: the client neither
+                // sent it anew nor gets its answer.
+                if !matches!(packet, Packet::Late(_)) {
+                    client.sent.push(cmd.clone());
+                    if *delivered {
+                        client.unanswered.remove(&seq);
+                    }
+                }
+                // A retried or late packet may be for another lock than
+                // this op's: the model reads what the packet says.
+                let Command::Acquire {
+                    name,
+                    request_id,
+                    mode,
+                    permits,
+                    wait_ms,
+                    ..
+                } = inner
+                else {
+                    unreachable!("the client sequences only acquires")
+                };
+                let request = Request {
+                    session,
+                    name,
+                    req: request_id.0,
+                    mode,
+                    permits,
+                    wait: wait_ms.is_some(),
+                };
+                let answer = self.sequenced(seq, acked_below, request, index);
+                (cmd, answer)
             }
             Op::Close(s) => {
                 let s = self.pick(*s);
@@ -237,9 +564,16 @@ impl Model {
                 )
             }
             Op::Cancel { s, lock, req } => {
-                let session = self.pick(*s);
                 let name = LOCKS[*lock];
-                let req = *req as u128;
+                let waiters: Vec<(u64, u128)> = self
+                    .locks
+                    .get(name)
+                    .map(|l| l.queue.iter().map(|w| (w.0, w.2)).collect())
+                    .unwrap_or_default();
+                let (session, req) = match *req {
+                    6.. if !waiters.is_empty() => waiters[*s % waiters.len()],
+                    r => (self.pick(*s), r as u128),
+                };
                 let cmd = Command::CancelWait {
                     session,
                     name: name.into(),
@@ -370,6 +704,8 @@ impl Model {
             if !self.alive.remove(id) {
                 continue;
             }
+            self.once.remove(id);
+            self.keys.retain(|_, s| s != id);
             for (name, l) in self.locks.iter_mut() {
                 let before = l.holders.len() + l.queue.len();
                 l.holders.retain(|h| h.session != *id);
@@ -447,6 +783,30 @@ fn check(
             "sessions of {}",
             owner
         );
+    }
+    for s in &model.created {
+        let expected = model
+            .once
+            .get(s)
+            .map(|o| (o.acked, o.kept.keys().copied().collect()))
+            .unwrap_or_default();
+        prop_assert_eq!(
+            m.exactly_once(*s),
+            expected,
+            "acknowledged mark and kept answers of session {}",
+            s
+        );
+    }
+    for owner in OWNERS {
+        for key in KEYS {
+            prop_assert_eq!(
+                m.session_by_key(owner, key),
+                model.keys.get(&(owner, key)).copied(),
+                "session of key {} of {:?}",
+                key,
+                owner
+            );
+        }
     }
     let names: Vec<&str> = m.locks().map(|(n, _)| n).collect();
     let model_names: Vec<&str> = model.locks.keys().map(|s| s.as_str()).collect();
@@ -533,8 +893,176 @@ fn commands(ops: &[Op]) -> Result<Vec<Command>, TestCaseError> {
     Ok(cmds)
 }
 
+/// The commands the ops make, without applying them to the machine.
+fn generated(ops: &[Op]) -> Vec<Command> {
+    let mut model = Model::default();
+    ops.iter()
+        .enumerate()
+        .map(|(i, op)| model.step(op, i as u64 + 1).0)
+        .collect()
+}
+
+/// Refusals that run nothing, after which a later attempt may still be the
+/// one that runs the request.
+fn runs_nothing(a: &Answer) -> bool {
+    matches!(
+        a,
+        Answer::Err(
+            "session-not-found"
+                | "request-acknowledged"
+                | "invalid-argument"
+                | "too-many-unacknowledged"
+        )
+    )
+}
+
+/// What the exactly-once property remembers of one sequenced request.
+#[derive(Default)]
+struct Life {
+    /// The answer of the attempt that ran it, once one has.
+    first: Option<Answer>,
+    /// It has been in a lock, as holder or waiter.
+    entered: bool,
+    grants: usize,
+}
+
+/// Every (session, request id) in a lock, holding or waiting.
+fn members(m: &LeaseMachine) -> BTreeSet<(u64, u128)> {
+    m.locks()
+        .flat_map(|(_, l)| {
+            l.holders
+                .iter()
+                .map(|h| (h.session, h.request_id.0))
+                .chain(l.waiters.iter().map(|w| (w.session, w.request_id.0)))
+        })
+        .collect()
+}
+
+/// The exactly-once promise, judged from the commands and what the machine
+/// did alone (not from the model's predictions): a sequenced request runs
+/// at most once. Every attempt after the one that ran it (and every attempt
+/// refused unexecuted) changes no lock and no session and produces no
+/// event; its request id enters a lock at most once, only through the
+/// attempt that ran it, and only if that attempt answered Acquired or
+/// Queued, so a request first answered Busy or refused is never granted
+/// later; and it is granted at most once.
+fn sequenced_requests_run_at_most_once(cmds: &[Command]) -> Result<(), TestCaseError> {
+    let mut m = LeaseMachine::default();
+    let mut lives: BTreeMap<(u64, u128), Life> = BTreeMap::new();
+    for (i, cmd) in cmds.iter().enumerate() {
+        let index = i as u64 + 1;
+        let before = m.clone();
+        let outcome = m.apply(cmd, index, index);
+        let answer = answer_of(&outcome);
+        let mut ran = None;
+        if let Command::Sequenced { seq, command, .. } = cmd {
+            let Command::Acquire {
+                session,
+                request_id,
+                ..
+            } = &**command
+            else {
+                unreachable!("the model sequences only acquires")
+            };
+            let key = (*session, request_id.0);
+            let life = lives.entry(key).or_default();
+            match &life.first {
+                None if !runs_nothing(&answer) => {
+                    life.first = Some(answer.clone());
+                    ran = Some(key);
+                }
+                first => {
+                    prop_assert!(
+                        outcome.events.is_empty(),
+                        "seq {} of session {} ran again at index {}: {}",
+                        seq,
+                        session,
+                        index,
+                        outcome
+                    );
+                    prop_assert!(
+                        before.locks().eq(m.locks()) && before.sessions().eq(m.sessions()),
+                        "seq {} of session {} changed locks or sessions at index {} without running",
+                        seq,
+                        session,
+                        index
+                    );
+                    match first {
+                        Some(Answer::Acquired(..) | Answer::Queued(_)) => prop_assert!(
+                            runs_nothing(&answer)
+                                || matches!(
+                                    answer,
+                                    Answer::Acquired(..)
+                                        | Answer::Queued(_)
+                                        | Answer::Err(
+                                            "request-released"
+                                                | "wait-cancelled"
+                                                | "request-finished"
+                                        )
+                                ),
+                            "a duplicate of a granted or queued request answered {:?}",
+                            answer
+                        ),
+                        Some(first) => prop_assert!(
+                            runs_nothing(&answer) || answer == *first,
+                            "a duplicate answered {:?}, the first answer was {:?}",
+                            answer,
+                            first
+                        ),
+                        None => {}
+                    }
+                    if let Answer::Acquired(s, token) = answer {
+                        let holds = m.locks().any(|(_, l)| {
+                            l.holders.iter().any(|h| {
+                                h.session == s && h.token == token && h.request_id == *request_id
+                            })
+                        });
+                        prop_assert!(holds, "a duplicate answered a grant that is not held");
+                    }
+                }
+            }
+        }
+        for e in &outcome.events {
+            if let Event::Granted(g) = e {
+                if g.request_id.0 >= SEQUENCED_IDS {
+                    let life = lives.entry((g.session, g.request_id.0)).or_default();
+                    life.grants += 1;
+                    prop_assert!(life.grants == 1, "{:?} granted twice", g);
+                }
+            }
+        }
+        for key in members(&m).difference(&members(&before)) {
+            if key.1 < SEQUENCED_IDS {
+                continue;
+            }
+            prop_assert_eq!(
+                ran,
+                Some(*key),
+                "request {:?} entered a lock at index {} other than by the attempt that ran it",
+                key,
+                index
+            );
+            prop_assert!(
+                matches!(answer, Answer::Acquired(..) | Answer::Queued(_)),
+                "request {:?} entered a lock but answered {:?}",
+                key,
+                answer
+            );
+            let life = lives.entry(*key).or_default();
+            prop_assert!(!life.entered, "request {:?} entered a lock twice", key);
+            life.entered = true;
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_sequenced_request_runs_twice(ops in prop::collection::vec(op(), 1..120)) {
+        sequenced_requests_run_at_most_once(&generated(&ops))?;
+    }
 
     #[test]
     fn machine_agrees_with_model_and_keeps_invariants(ops in prop::collection::vec(op(), 1..120)) {

@@ -99,6 +99,17 @@ impl LeaseMachine {
         self.sessions.get(&id)
     }
 
+    /// The exactly-once bookkeeping of `session` (`once.rs`): the highest
+    /// `acked_below` it has sent, and the sequence numbers whose first
+    /// answers are kept for duplicates, ascending. `(0, [])` when it keeps
+    /// none, and for a session that does not exist.
+    pub fn exactly_once(&self, session: SessionId) -> (u64, Vec<u64>) {
+        self.once
+            .get(&session)
+            .map(|o| (o.acked_below, o.answers.keys().copied().collect()))
+            .unwrap_or_default()
+    }
+
     /// All live sessions, by id.
     pub fn sessions(&self) -> impl Iterator<Item = &Session> {
         self.sessions.values()

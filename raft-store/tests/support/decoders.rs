@@ -131,6 +131,15 @@ pub fn seeds() -> Vec<Vec<u8>> {
             }
         }
     }
+    // The exactly-once commands, which no prepared entry holds: decoded,
+    // each is applied twice to the prepared state, a duplicate.
+    out.push(json(&sequenced_acquire(2, "b", 5, 1)));
+    out.push(json(&Command::CreateSessionOnce {
+        ttl_ms: 10_000,
+        client_name: "s5".into(),
+        owner: "team-a".into(),
+        key: u128::MAX,
+    }));
     out.push(json(&blank));
     out.push(json(&member_entry));
     out.push(machine.to_snapshot());
@@ -164,6 +173,23 @@ pub fn seeds() -> Vec<Vec<u8>> {
     let snapshot_reply: SnapshotReply = Ok(InstallSnapshotResponse { vote });
     out.push(json(&snapshot_reply));
     out
+}
+
+/// A sequenced shared acquire with a wait.
+fn sequenced_acquire(session: u64, name: &str, seq: u64, acked_below: u64) -> Command {
+    Command::Sequenced {
+        seq,
+        acked_below,
+        command: Box::new(Command::Acquire {
+            session,
+            name: name.into(),
+            request_id: RequestId(1_000 + u128::from(seq)),
+            mode: Mode::Shared,
+            permits: None,
+            wait_ms: Some(1_000),
+            metadata: Vec::new(),
+        }),
+    }
 }
 
 /// The snapshot file's header line, as `state_machine` writes it.
@@ -313,8 +339,10 @@ pub fn restored_machine(data: &[u8]) -> Result<(), String> {
 }
 
 /// Applies commands made from the state itself (each holder releases and
-/// proclaims, each waiter cancels, each session acquires, closes, expires,
-/// each lock is force-released) to a state that keeps the invariants. A
+/// proclaims, each waiter cancels, each session acquires, plainly and
+/// sequenced (twice, and once more after acknowledging), closes, expires,
+/// each lock is force-released, a keyed session is created twice) to a
+/// state that keeps the invariants. A
 /// state that breaks them came from damaged bytes, not from `apply`; it is
 /// only required to decode without panicking.
 pub fn probe(mut m: LeaseMachine) -> Result<(), String> {
@@ -367,6 +395,14 @@ pub fn probe(mut m: LeaseMachine) -> Result<(), String> {
             });
         }
     }
+    if let Some(s) = sessions.last() {
+        let (acked, kept) = m.exactly_once(*s);
+        let seq = kept.last().map_or(acked, |k| k.saturating_add(1)).max(1);
+        let first = sequenced_acquire(*s, "a", seq, acked);
+        cmds.push(first.clone());
+        cmds.push(first);
+        cmds.push(sequenced_acquire(*s, "a", seq, seq.saturating_add(1)));
+    }
     for name in &names {
         cmds.push(Command::ForceRelease { name: name.clone() });
     }
@@ -381,6 +417,14 @@ pub fn probe(mut m: LeaseMachine) -> Result<(), String> {
         client_name: "probe".into(),
         owner: "team-a".into(),
     });
+    let keyed = Command::CreateSessionOnce {
+        ttl_ms: 10_000,
+        client_name: "probe".into(),
+        owner: "team-a".into(),
+        key: 1,
+    };
+    cmds.push(keyed.clone());
+    cmds.push(keyed);
     let mut t = Tracker::after(&m);
     for cmd in &cmds {
         let Some(index) = t.next_index() else {

@@ -2,7 +2,9 @@
 //! collide: a few sessions (live, ended and never created), a few lock names
 //! (valid ones, and empty, oversized, control-character and multi-byte ones
 //! at the length limit), request ids that repeat, tokens next to real ones,
-//! TTLs, waits, permits and metadata sizes at and around their limits. The
+//! TTLs, waits, permits and metadata sizes at and around their limits;
+//! sequenced acquires that are new, retried, late duplicates or below what
+//! was acknowledged, and keyed session creations that are retried. The
 //! fuzz target draws the bytes from libFuzzer (`arbitrary::Unstructured`),
 //! the property test from proptest.
 
@@ -90,6 +92,8 @@ const ODD_METADATA_LENS: [usize; 3] = [
     limits::MAX_METADATA_LEN + 1,
 ];
 const REQUEST_IDS: [u128; 8] = [0, 1, 2, 3, 4, 5, u128::MAX, 1 << 64];
+/// Few, so that creations collide on them across owners.
+const CREATION_KEYS: [u128; 4] = [0, 1, 2, u128::MAX];
 
 /// Valid lock names, mostly a few short ones so that sessions collide on
 /// them, and some at the length limit.
@@ -208,7 +212,10 @@ impl Driver {
                 )
             })?;
         if let Ok(Reply::SessionCreated { session, .. }) = outcome.reply {
-            self.created.push(session);
+            // A retried keyed creation answers a session created earlier.
+            if session == index {
+                self.created.push(session);
+            }
         }
         self.history.push((index, at_ms, cmd));
         Ok(())
@@ -285,6 +292,138 @@ impl Driver {
         vec![d.byte(); len]
     }
 
+    /// An acquire by `session`.
+    fn acquire(&self, d: &mut impl Draw, session: SessionId) -> Command {
+        let name = self.name(d);
+        Command::Acquire {
+            session,
+            request_id: self.request_id(d, session, &name),
+            mode: if d.byte().is_multiple_of(2) {
+                Mode::Exclusive
+            } else {
+                Mode::Shared
+            },
+            permits: pick_usually(d, &PERMITS, &ODD_PERMITS),
+            wait_ms: pick_usually(d, &WAITS, &ODD_WAITS),
+            metadata: self.metadata(d),
+            name,
+        }
+    }
+
+    /// An `acked_below` for `session`'s request `seq`: what it acknowledged
+    /// already, what a client would send (its lowest unanswered request,
+    /// this one at most), a stale value, or one that acknowledges more
+    /// than was answered.
+    fn acked_below(&self, d: &mut impl Draw, session: SessionId, seq: u64) -> u64 {
+        let (acked, kept) = self.machine.exactly_once(session);
+        let lowest = kept.first().copied().unwrap_or(seq).min(seq);
+        pick_usually(
+            d,
+            &[acked, lowest, lowest, seq, acked.saturating_sub(1), 1],
+            &[0, seq.saturating_add(1), u64::MAX],
+        )
+    }
+
+    /// A sequenced acquire: some client's next request, or an earlier one
+    /// again (a retry, or a packet the network delayed) with the
+    /// `acked_below` it had or a new one.
+    fn sequenced(&self, d: &mut impl Draw) -> Command {
+        let sent: Vec<&Command> = self
+            .history
+            .iter()
+            .map(|(_, _, c)| c)
+            .filter(|c| matches!(c, Command::Sequenced { .. }))
+            .collect();
+        let b = d.byte();
+        if b < 96 && !sent.is_empty() {
+            let Command::Sequenced {
+                seq,
+                acked_below,
+                command,
+            } = pick(d, &sent).clone()
+            else {
+                unreachable!("only sequenced commands were picked")
+            };
+            let acked_below = match command.as_ref() {
+                Command::Acquire { session, .. } if b.is_multiple_of(2) => {
+                    self.acked_below(d, *session, seq)
+                }
+                _ => acked_below,
+            };
+            return Command::Sequenced {
+                seq,
+                acked_below,
+                command,
+            };
+        }
+        if b >= 248 {
+            // What only a broken client sends: seq 0 or the largest, or a
+            // command that cannot be sequenced.
+            let session = self.session(d);
+            let command = match d.byte() % 3 {
+                0 => self.acquire(d, session),
+                1 => Command::CloseSession { session },
+                _ => Command::Sequenced {
+                    seq: 1,
+                    acked_below: 1,
+                    command: Box::new(self.acquire(d, session)),
+                },
+            };
+            return Command::Sequenced {
+                seq: pick(d, &[0, 1, u64::MAX]),
+                acked_below: pick(d, &[0, 1, u64::MAX]),
+                command: Box::new(command),
+            };
+        }
+        let session = self.session(d);
+        let last = sent
+            .iter()
+            .filter_map(|c| match c {
+                Command::Sequenced { seq, command, .. } => match command.as_ref() {
+                    Command::Acquire { session: s, .. } if *s == session => Some(*seq),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        // Now and then a number skipped: requests in flight arrive out of
+        // order.
+        let seq = last.saturating_add(1 + u64::from(d.byte().is_multiple_of(8)));
+        Command::Sequenced {
+            seq,
+            acked_below: self.acked_below(d, session, seq),
+            command: Box::new(self.acquire(d, session)),
+        }
+    }
+
+    /// A keyed session creation: a new one, or a retry of an earlier one
+    /// (now and then under another owner, whose key space is its own).
+    fn create_once(&self, d: &mut impl Draw) -> Command {
+        let earlier: Vec<&Command> = self
+            .history
+            .iter()
+            .map(|(_, _, c)| c)
+            .filter(|c| matches!(c, Command::CreateSessionOnce { .. }))
+            .collect();
+        let b = d.byte();
+        if b < 128 && !earlier.is_empty() {
+            let mut retry = pick(d, &earlier).clone();
+            if let Command::CreateSessionOnce { owner, .. } = &mut retry {
+                if b < 16 {
+                    *owner = pick_usually(d, &self.owners.0, &self.owners.1);
+                }
+            }
+            return retry;
+        }
+        Command::CreateSessionOnce {
+            ttl_ms: pick_usually(d, &TTLS, &ODD_TTLS),
+            client_name: pick_usually(d, &self.client_names.0, &self.client_names.1),
+            owner: pick_usually(d, &self.owners.0, &self.owners.1),
+            key: pick(d, &CREATION_KEYS),
+        }
+    }
+
     /// A holder or a waiter of some lock, if there is any.
     fn member(
         &self,
@@ -321,11 +460,12 @@ impl Driver {
             b
         };
         match b {
-            0..=23 => Command::CreateSession {
+            0..=17 => Command::CreateSession {
                 ttl_ms: pick_usually(d, &TTLS, &ODD_TTLS),
                 client_name: pick_usually(d, &self.client_names.0, &self.client_names.1),
                 owner: pick_usually(d, &self.owners.0, &self.owners.1),
             },
+            18..=23 => self.create_once(d),
             24..=31 => Command::CloseSession {
                 session: self.session(d),
             },
@@ -335,23 +475,11 @@ impl Driver {
                     sessions: (0..n).map(|_| self.session(d)).collect(),
                 }
             }
-            40..=139 => {
+            40..=115 => {
                 let session = self.session(d);
-                let name = self.name(d);
-                Command::Acquire {
-                    session,
-                    request_id: self.request_id(d, session, &name),
-                    mode: if d.byte().is_multiple_of(2) {
-                        Mode::Exclusive
-                    } else {
-                        Mode::Shared
-                    },
-                    permits: pick_usually(d, &PERMITS, &ODD_PERMITS),
-                    wait_ms: pick_usually(d, &WAITS, &ODD_WAITS),
-                    metadata: self.metadata(d),
-                    name,
-                }
+                self.acquire(d, session)
             }
+            116..=139 => self.sequenced(d),
             140..=179 => {
                 let session = self.session(d);
                 let name = self.name(d);

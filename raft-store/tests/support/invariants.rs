@@ -1,12 +1,14 @@
 //! The lease machine's invariants, checked through its public API only, and
 //! `checked_apply`: one `apply` followed by every check that can be made of
 //! the step (tokens, reply against state, events against the state change,
-//! refusals change nothing, snapshot and backup round trips, replay from the
-//! previous snapshot).
+//! refusals change nothing, sequenced duplicates run nothing, snapshot and
+//! backup round trips, replay from the previous snapshot).
 
 use raftlock_proto::limits;
 use raftlock_store::backup;
-use raftlock_store::machine::{Command, Event, LeaseMachine, Mode, Outcome, Reply};
+use raftlock_store::machine::{
+    Command, Event, LeaseError, LeaseMachine, Mode, Outcome, Reply, SessionId,
+};
 use std::collections::BTreeMap;
 
 macro_rules! ensure {
@@ -117,13 +119,64 @@ fn check_invariants_with(m: &LeaseMachine, snapshot: &[u8]) -> Result<(), String
         );
     }
     ensure!(m.sessions_owned_by("") == 0, "the empty owner is counted");
-    let stored = owners_in_snapshot(snapshot)?;
-    if let Some(stored) = stored {
+    let tables = tables_in_snapshot(snapshot)?;
+    if let Some(stored) = tables.owners {
         ensure!(
             stored == owners,
             "the owner counters {stored:?} differ from the live sessions' owners {owners:?}"
         );
     }
+
+    // The exactly-once tables, like the owner counters, in full only in the
+    // snapshot: whatever they keep must belong to a live session, or a key
+    // could answer a retry with an ended session and answers would pile up.
+    let mut keyed = 0usize;
+    for (id, once) in &tables.once {
+        let Some(s) = m.session(*id) else {
+            return Err(format!(
+                "exactly-once bookkeeping is kept for session {id}, which does not exist"
+            ));
+        };
+        let kept: Vec<u64> = once.answers.keys().copied().collect();
+        ensure!(
+            m.exactly_once(*id) == (once.acked_below, kept.clone()),
+            "exactly_once({id}) = {:?}, the state keeps {:?}",
+            m.exactly_once(*id),
+            (once.acked_below, &kept)
+        );
+        ensure!(
+            kept.first()
+                .is_none_or(|first| *first >= once.acked_below.max(1)),
+            "session {id} keeps answers {kept:?} below its acknowledged mark {} or for seq 0",
+            once.acked_below
+        );
+        ensure!(
+            kept.len() <= limits::MAX_UNACKED_REQUESTS_PER_SESSION,
+            "session {id} keeps {} unacknowledged answers",
+            kept.len()
+        );
+        if let Some(key) = once.key {
+            keyed += 1;
+            ensure!(
+                m.session_by_key(&s.owner, key) == Some(*id),
+                "session {id} was created with key {key} by {:?}, which finds {:?}",
+                s.owner,
+                m.session_by_key(&s.owner, key)
+            );
+        }
+    }
+    for (key, id) in &tables.session_keys {
+        ensure!(
+            m.session(*id).is_some(),
+            "creation key {key:?} names session {id}, which does not exist"
+        );
+    }
+    ensure!(
+        tables.session_keys.len() == keyed,
+        "{} creation keys are indexed for {keyed} sessions created with one: {:?}",
+        tables.session_keys.len(),
+        tables.session_keys
+    );
 
     let mut locks = 0usize;
     let mut waiters = 0usize;
@@ -262,23 +315,38 @@ fn check_invariants_with(m: &LeaseMachine, snapshot: &[u8]) -> Result<(), String
     Ok(())
 }
 
-/// The `owners` map as the snapshot stores it (`None` for a build without it).
-fn owners_in_snapshot(snapshot: &[u8]) -> Result<Option<BTreeMap<String, u64>>, String> {
+/// The tables only a snapshot shows whole.
+#[derive(serde::Deserialize)]
+struct Tables {
+    /// `None` for a build without it.
+    owners: Option<BTreeMap<String, u64>>,
+    #[serde(default)]
+    once: BTreeMap<SessionId, Once>,
+    #[serde(default)]
+    session_keys: BTreeMap<String, SessionId>,
+}
+
+/// A session's exactly-once bookkeeping, as the snapshot stores it.
+#[derive(serde::Deserialize)]
+struct Once {
+    key: Option<u128>,
+    acked_below: u64,
+    answers: BTreeMap<u64, serde::de::IgnoredAny>,
+}
+
+/// The owner counters and exactly-once tables as the snapshot stores them.
+fn tables_in_snapshot(snapshot: &[u8]) -> Result<Tables, String> {
     #[derive(serde::Deserialize)]
     struct Snapshot {
-        machine: Machine,
-    }
-    #[derive(serde::Deserialize)]
-    struct Machine {
-        owners: Option<BTreeMap<String, u64>>,
+        machine: Tables,
     }
     // Snapshots are binary; the JSON form carries the same fields by name.
     let json = LeaseMachine::from_snapshot(snapshot)
         .map_err(|e| format!("the snapshot does not restore: {e}"))?
         .to_json_snapshot();
     serde_json::from_slice::<Snapshot>(&json)
-        .map(|s| s.machine.owners)
-        .map_err(|e| format!("the snapshot's owners are not a map of counts: {e}"))
+        .map(|s| s.machine)
+        .map_err(|e| format!("the snapshot's owner or exactly-once tables do not read: {e}"))
 }
 
 /// What a sequence of steps must remember: the last index applied and, per
@@ -399,6 +467,7 @@ fn check_step(
     }
 
     let snapshot = after.to_snapshot();
+    check_exactly_once(before, cmd, outcome, after)?;
     check_reply(before, cmd, index, outcome, after)?;
     check_events(before, outcome, after)?;
     check_invariants_with(after, &snapshot)?;
@@ -438,6 +507,103 @@ fn check_step(
     Ok((restored, snapshot))
 }
 
+/// The same sessions, with the same holdings and waits, and the same locks:
+/// all that a command that runs nothing may leave changed is exactly-once
+/// bookkeeping.
+fn same_sessions_and_locks(before: &LeaseMachine, after: &LeaseMachine) -> bool {
+    before.sessions().eq(after.sessions()) && before.locks().eq(after.locks())
+}
+
+/// Only a sequenced command changes a session's exactly-once bookkeeping,
+/// and it keeps the rule: the acknowledged mark only rises, to what the
+/// client sent; only acknowledged answers are forgotten; every answer is
+/// kept until acknowledged; a number below the mark is refused; and a
+/// duplicate of a kept answer runs nothing.
+fn check_exactly_once(
+    before: &LeaseMachine,
+    cmd: &Command,
+    outcome: &Outcome,
+    after: &LeaseMachine,
+) -> Result<(), String> {
+    let sequenced = match cmd {
+        Command::Sequenced {
+            seq,
+            acked_below,
+            command,
+        } => match command.as_ref() {
+            Command::Acquire { session, .. } => Some((*seq, *acked_below, *session)),
+            _ => None,
+        },
+        _ => None,
+    };
+    for s in before.sessions() {
+        if after.session(s.id).is_none() || sequenced.is_some_and(|(.., id)| id == s.id) {
+            continue;
+        }
+        ensure!(
+            before.exactly_once(s.id) == after.exactly_once(s.id),
+            "the exactly-once bookkeeping of session {} changed from {:?} to {:?}",
+            s.id,
+            before.exactly_once(s.id),
+            after.exactly_once(s.id)
+        );
+    }
+    let Some((seq, acked_below, session)) = sequenced else {
+        return Ok(());
+    };
+    let (mark_before, kept_before) = before.exactly_once(session);
+    let (mark, kept) = after.exactly_once(session);
+    ensure!(
+        mark == mark_before || (mark == acked_below && acked_below > mark_before),
+        "the acknowledged mark went from {mark_before} to {mark} on acked_below {acked_below}"
+    );
+    ensure!(
+        kept.iter().all(|s| *s == seq || kept_before.contains(s)),
+        "kept answers went from {kept_before:?} to {kept:?} on seq {seq}"
+    );
+    ensure!(
+        kept_before.iter().all(|s| *s < mark || kept.contains(s)),
+        "unacknowledged answers were forgotten: {kept_before:?} to {kept:?} (mark {mark})"
+    );
+    let runs_nothing = if seq == 0 || before.session(session).is_none() {
+        ensure!(
+            outcome.reply.is_err(),
+            "seq {seq} of session {session} (seq 0, or no such session) was answered {:?}",
+            outcome.reply
+        );
+        true
+    } else if seq < mark {
+        ensure!(
+            matches!(
+                outcome.reply,
+                Err(LeaseError::RequestAcknowledged { session: s, seq: q }) if s == session && q == seq
+            ),
+            "seq {seq}, below the acknowledged mark {mark}, was answered {:?}",
+            outcome.reply
+        );
+        true
+    } else if kept_before.contains(&seq) {
+        true
+    } else {
+        // Answered now, so kept until acknowledged, unless refused for
+        // having too many answers unacknowledged already.
+        let unrun = matches!(outcome.reply, Err(LeaseError::TooManyUnacknowledged { .. }));
+        ensure!(
+            unrun || kept.contains(&seq),
+            "the answer to seq {seq} is not kept: {kept:?}"
+        );
+        unrun
+    };
+    if runs_nothing {
+        ensure!(
+            outcome.events.is_empty() && same_sessions_and_locks(before, after),
+            "seq {seq} of session {session} ran again, or ran although refused: {:?}",
+            outcome.events
+        );
+    }
+    Ok(())
+}
+
 /// The reply agrees with the state before and after.
 fn check_reply(
     before: &LeaseMachine,
@@ -446,7 +612,20 @@ fn check_reply(
     outcome: &Outcome,
     after: &LeaseMachine,
 ) -> Result<(), String> {
+    let sequenced = matches!(cmd, Command::Sequenced { .. });
     let reply = match &outcome.reply {
+        // A sequenced refusal is an answer kept for duplicates.
+        Err(_) if sequenced => {
+            ensure!(
+                same_sessions_and_locks(before, after),
+                "a refused command changed the state"
+            );
+            ensure!(
+                outcome.events.is_empty(),
+                "a refused command produced events"
+            );
+            return Ok(());
+        }
         Err(_) => {
             ensure!(before == after, "a refused command changed the state");
             ensure!(
@@ -465,6 +644,21 @@ fn check_reply(
     };
     match reply {
         Reply::SessionCreated { session, ttl_ms } => {
+            if let Command::CreateSessionOnce { owner, key, .. } = cmd {
+                if let Some(earlier) = before.session_by_key(owner, *key) {
+                    ensure!(
+                        *session == earlier && before == after,
+                        "a retried creation answered {session} and changed the state; \
+                         its key had made {earlier}"
+                    );
+                    return Ok(());
+                }
+                ensure!(
+                    after.session_by_key(owner, *key) == Some(index),
+                    "a keyed creation's key finds {:?}, not the session it made",
+                    after.session_by_key(owner, *key)
+                );
+            }
             ensure!(*session == index, "session created with id {session}");
             ensure!(
                 before.session(index).is_none(),
@@ -517,7 +711,7 @@ fn check_reply(
             );
         }
         Reply::Queued { position } => {
-            let Command::Acquire { session, name, .. } = cmd else {
+            let Command::Acquire { session, name, .. } = cmd.unwrapped() else {
                 return Err("Queued answers another command".into());
             };
             let at = after
@@ -531,10 +725,22 @@ fn check_reply(
             );
         }
         Reply::Busy { holders } => {
-            let Command::Acquire { name, .. } = cmd else {
+            let Command::Acquire { session, name, .. } = cmd.unwrapped() else {
                 return Err("Busy answers another command".into());
             };
-            ensure!(before == after, "a busy try-lock changed the state");
+            if let Command::Sequenced { seq, .. } = cmd {
+                ensure!(
+                    same_sessions_and_locks(before, after),
+                    "a busy try-lock changed the state"
+                );
+                // A duplicate's Busy is the first answer, about the holders
+                // of then.
+                if before.exactly_once(*session).1.contains(seq) {
+                    return Ok(());
+                }
+            } else {
+                ensure!(before == after, "a busy try-lock changed the state");
+            }
             ensure!(
                 *holders == before.describe(name).holders,
                 "busy names holders {holders:?} that are not the lock's"
