@@ -27,6 +27,7 @@ pub mod lease;
 pub mod limits;
 pub mod network;
 pub mod node;
+pub mod peer_codec;
 pub mod server;
 pub mod tls;
 pub mod transfer;

@@ -1,7 +1,9 @@
 //! Raft traffic between nodes over tonic: one reused HTTP/2 channel per
-//! peer, openraft messages JSON-encoded inside `RaftPayload.data`, every
-//! call bounded by the deadline openraft gives it.
+//! peer, openraft messages encoded binary inside `RaftPayload.data` (JSON
+//! to a peer of an older release, `peer_codec.rs`), every call bounded by
+//! the deadline openraft gives it.
 
+use crate::peer_codec;
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
 };
@@ -16,6 +18,7 @@ use raftlock_store::{NodeId, NodeInfo, TypeConfig};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
@@ -24,6 +27,8 @@ use tonic::transport::{Channel, Endpoint};
 #[derive(Clone, Default)]
 pub struct PeerNetwork {
     channels: Arc<Mutex<HashMap<(NodeId, String), Channel>>>,
+    /// Peers found to read only JSON (older releases), by node.
+    json_only: Arc<Mutex<HashMap<NodeId, Arc<AtomicBool>>>>,
     /// Source address of outgoing peer connections: the peer listen IP when
     /// it is a specific one, so that a node's Raft traffic comes from the
     /// address it serves on. Firewall rules (and the fault-injection
@@ -79,6 +84,7 @@ impl PeerNetwork {
 pub struct PeerConnection {
     target: NodeId,
     client: Result<RaftClient<Channel>, String>,
+    json_only: Arc<AtomicBool>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
@@ -93,7 +99,18 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
                     .max_encoding_message_size(64 << 20)
             })
             .map_err(|e| format!("bad peer address {:?}: {e}", node.peer_addr));
-        PeerConnection { target, client }
+        let json_only = self
+            .json_only
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(target)
+            .or_default()
+            .clone();
+        PeerConnection {
+            target,
+            client,
+            json_only,
+        }
     }
 }
 
@@ -102,6 +119,33 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
 struct Msg(String);
 
 impl PeerConnection {
+    /// One attempt: encodes `req` in the chosen format and sends it.
+    async fn send<Req: Serialize>(
+        client: &mut RaftClient<Channel>,
+        method: &'static str,
+        req: &Req,
+        option: &RPCOption,
+        binary: bool,
+    ) -> Result<RaftPayload, tonic::Status> {
+        let data = peer_codec::encode_request(req, binary).map_err(tonic::Status::internal)?;
+        let mut request = tonic::Request::new(RaftPayload { data });
+        request.set_timeout(option.hard_ttl());
+        let call = async {
+            match method {
+                "vote" => client.vote(request).await,
+                "append" => client.append_entries(request).await,
+                _ => client.install_snapshot(request).await,
+            }
+        };
+        match tokio::time::timeout(option.hard_ttl(), call).await {
+            Ok(r) => r.map(|r| r.into_inner()),
+            Err(_) => Err(tonic::Status::deadline_exceeded(format!(
+                "no answer within {:?}",
+                option.hard_ttl()
+            ))),
+        }
+    }
+
     /// Sends one request and decodes `Result<Resp, Err>` from the peer.
     async fn call<Req, Resp, Err>(
         &mut self,
@@ -118,19 +162,23 @@ impl PeerConnection {
             Ok(c) => c,
             Err(e) => return Err(RPCError::Unreachable(Unreachable::new(&Msg(e.clone())))),
         };
-        let data = serde_json::to_vec(req).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
-        let mut request = tonic::Request::new(RaftPayload { data });
-        request.set_timeout(option.hard_ttl());
-        let call = async {
-            match method {
-                "vote" => client.vote(request).await,
-                "append" => client.append_entries(request).await,
-                _ => client.install_snapshot(request).await,
+        let binary = !self.json_only.load(Ordering::Relaxed);
+        let reply = match Self::send(client, method, req, option, binary).await {
+            // Only a node of an older release fails to decode a binary
+            // request: speak JSON to it from now on.
+            Err(status) if binary && status.code() == tonic::Code::InvalidArgument => {
+                tracing::info!(
+                    peer = self.target,
+                    "peer reads only JSON (an older release): sending it JSON"
+                );
+                self.json_only.store(true, Ordering::Relaxed);
+                Self::send(client, method, req, option, false).await
             }
+            other => other,
         };
-        let reply = match tokio::time::timeout(option.hard_ttl(), call).await {
-            Ok(Ok(r)) => r.into_inner(),
-            Ok(Err(status)) => {
+        let reply = match reply {
+            Ok(r) => r,
+            Err(status) => {
                 return Err(match status.code() {
                     tonic::Code::Unavailable | tonic::Code::DeadlineExceeded => {
                         RPCError::Unreachable(Unreachable::new(&status))
@@ -138,10 +186,9 @@ impl PeerConnection {
                     _ => RPCError::Network(NetworkError::new(&status)),
                 })
             }
-            Err(elapsed) => return Err(RPCError::Unreachable(Unreachable::new(&elapsed))),
         };
-        let result: Result<Resp, Err> = serde_json::from_slice(&reply.data)
-            .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        let result: Result<Resp, Err> = peer_codec::decode_reply(&reply.data)
+            .map_err(|e| RPCError::Network(NetworkError::new(&Msg(e))))?;
         result.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
     }
 }

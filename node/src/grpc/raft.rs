@@ -1,6 +1,8 @@
-//! The peer-facing Raft service: decodes openraft messages, hands them to
-//! the local Raft, and encodes `Result<response, error>` back.
+//! The peer-facing Raft service: decodes openraft messages (binary or the
+//! JSON of older releases, `peer_codec.rs`), hands them to the local Raft,
+//! and encodes `Result<response, error>` back in the request's format.
 
+use crate::peer_codec;
 use raftlock_proto::v1::raft_server::Raft as RaftService;
 use raftlock_proto::v1::RaftPayload;
 use raftlock_store::Raft;
@@ -19,13 +21,17 @@ impl PeerService {
     }
 }
 
-fn decode<T: serde::de::DeserializeOwned>(req: Request<RaftPayload>) -> Result<T, Status> {
-    serde_json::from_slice(&req.into_inner().data)
+/// A request and whether it came binary (the reply goes back the same way).
+fn decode<T: serde::de::DeserializeOwned>(req: Request<RaftPayload>) -> Result<(T, bool), Status> {
+    peer_codec::decode_request(&req.into_inner().data)
         .map_err(|e| Status::invalid_argument(format!("undecodable raft message: {e}")))
 }
 
-fn encode<T: Serialize>(value: &T) -> Result<Response<RaftPayload>, Status> {
-    serde_json::to_vec(value)
+fn encode<T: Serialize, E: Serialize>(
+    value: &Result<T, E>,
+    binary: bool,
+) -> Result<Response<RaftPayload>, Status> {
+    peer_codec::encode_reply(value, binary)
         .map(|data| Response::new(RaftPayload { data }))
         .map_err(|e| Status::internal(format!("cannot encode raft reply: {e}")))
 }
@@ -33,23 +39,26 @@ fn encode<T: Serialize>(value: &T) -> Result<Response<RaftPayload>, Status> {
 #[tonic::async_trait]
 impl RaftService for PeerService {
     async fn vote(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
-        let res = self.raft.vote(decode(req)?).await;
-        encode(&res)
+        let (req, binary) = decode(req)?;
+        let res = self.raft.vote(req).await;
+        encode(&res, binary)
     }
 
     async fn append_entries(
         &self,
         req: Request<RaftPayload>,
     ) -> Result<Response<RaftPayload>, Status> {
-        let res = self.raft.append_entries(decode(req)?).await;
-        encode(&res)
+        let (req, binary) = decode(req)?;
+        let res = self.raft.append_entries(req).await;
+        encode(&res, binary)
     }
 
     async fn install_snapshot(
         &self,
         req: Request<RaftPayload>,
     ) -> Result<Response<RaftPayload>, Status> {
-        let res = self.raft.install_snapshot(decode(req)?).await;
-        encode(&res)
+        let (req, binary) = decode(req)?;
+        let res = self.raft.install_snapshot(req).await;
+        encode(&res, binary)
     }
 }
