@@ -80,7 +80,7 @@ pub struct Node {
     /// Groups concurrent proposals into shared log entries.
     pub batcher: crate::batch::Batcher,
     /// Log write counters (fsyncs, entries made durable).
-    pub log_stats: Arc<raftlock_store::log_store::FlushStats>,
+    pub log_stats: Arc<raftlock_store::wal::FlushStats>,
 }
 
 /// Wall-clock Unix ms, proposed as data with every command.

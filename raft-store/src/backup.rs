@@ -136,11 +136,8 @@ pub async fn seed(
     sm.install_snapshot(&meta, Box::new(Cursor::new(machine.to_snapshot())))
         .await?;
     log.purge(log_id).await?;
-    data.db()
-        .flush()
-        .map_err(|e| BackupError::Storage(e.to_string()))?;
-    std::fs::File::open(data.db_file())
-        .and_then(|f| f.sync_data())
+    log.sync()
+        .await
         .map_err(|e| BackupError::Storage(e.to_string()))?;
     Ok(header.last_index)
 }

@@ -1,10 +1,17 @@
-//! A node's data directory: who it belongs to, and the sled database inside.
+//! A node's data directory: who it belongs to, and the logs inside.
 //!
 //! ```text
 //! <data-dir>/raftlock.json   identity: format version, node id, cluster id
-//! <data-dir>/raft/           sled: the Raft log and its metadata
+//! <data-dir>/wal/            the write-ahead log: Raft log, vote, committed index
 //! <data-dir>/snapshot        the latest state-machine snapshot
 //! ```
+//!
+//! Format 1 (releases before the write-ahead log) kept the Raft log in a
+//! sled database under `raft/`. Opening such a directory migrates it: the
+//! whole log, the vote, the committed index and the purge point are written
+//! into a new WAL under `wal.migrating/`, synced, renamed to `wal/`, and
+//! `raft/` is moved aside to `raft.sled-migrated/` (delete it once the node
+//! runs well). A crash at any point leaves either the old or the new log.
 //!
 //! Opening checks the identity before touching anything else, so a node
 //! pointed at another node's or another cluster's directory, or at one
@@ -16,11 +23,13 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// sled's page cache.
-const SLED_CACHE_BYTES: u64 = 64 << 20;
-
-/// The data-directory format this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The data-directory format this build writes and the newest it reads
+/// (1: sled log, migrated on open; 2: write-ahead log).
+pub const FORMAT_VERSION: u32 = 2;
+const WAL_DIR: &str = "wal";
+const MIGRATING_DIR: &str = "wal.migrating";
+const SLED_DIR: &str = "raft";
+const SLED_MIGRATED_DIR: &str = "raft.sled-migrated";
 const IDENTITY_FILE: &str = "raftlock.json";
 
 /// Why a data directory cannot be used.
@@ -77,14 +86,25 @@ pub enum DataDirError {
         /// Cluster id from the flags.
         expected: String,
     },
-    /// sled could not open its database.
-    #[error("data dir {path}: the Raft database cannot be opened ({source}); it may be damaged")]
+    /// The sled log of an earlier release could not be read to migrate it.
+    #[error("data dir {path}: the sled Raft log of an earlier release cannot be read for migration ({source}); it may be damaged")]
     Database {
         /// The path.
         path: PathBuf,
         /// sled's error.
         source: sled::Error,
     },
+}
+
+/// What a migration of a sled log did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Migration {
+    /// Entries carried over.
+    pub entries: usize,
+    /// The last entry's index, if any.
+    pub last_index: Option<u64>,
+    /// The purge point carried over.
+    pub purged_index: Option<u64>,
 }
 
 /// Who a data directory belongs to.
@@ -105,7 +125,7 @@ pub struct DataDir {
     path: PathBuf,
     identity: Identity,
     fresh: bool,
-    db: sled::Db,
+    migrated: Option<Migration>,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> DataDirError + '_ {
@@ -163,23 +183,82 @@ impl DataDir {
             .map_err(io(path))?;
             (identity, true)
         };
-        let db = sled::Config::new()
-            .path(path.join("raft"))
-            // sled's default cache is 1 GiB. The log is read back mostly
-            // right after it is written (replication), and the state lives
-            // in memory already, so a small cache keeps RSS near the state.
-            .cache_capacity(SLED_CACHE_BYTES)
-            .open()
-            .map_err(|source| DataDirError::Database {
-                path: path.to_owned(),
-                source,
-            })?;
-        Ok(DataDir {
+        let mut dir = DataDir {
             path: path.to_owned(),
             identity,
             fresh,
-            db,
-        })
+            migrated: None,
+        };
+        dir.migrate_sled()?;
+        if dir.identity.format_version < FORMAT_VERSION {
+            dir.identity.format_version = FORMAT_VERSION;
+            dir.write_identity()?;
+        }
+        Ok(dir)
+    }
+
+    /// Moves a sled log of an earlier release into the write-ahead log.
+    fn migrate_sled(&mut self) -> Result<(), DataDirError> {
+        let path = self.path.clone();
+        let sled_dir = path.join(SLED_DIR);
+        if path.join(WAL_DIR).exists() || !sled_dir.exists() {
+            return Ok(());
+        }
+        let image =
+            crate::log_store::read_sled(&sled_dir).map_err(|source| DataDirError::Database {
+                path: path.clone(),
+                source,
+            })?;
+        let migrating = path.join(MIGRATING_DIR);
+        if migrating.exists() {
+            // A migration that a crash interrupted: start it over.
+            fs::remove_dir_all(&migrating).map_err(io(&migrating))?;
+        }
+        let wal_io = |e: std::io::Error| DataDirError::Io {
+            path: migrating.clone(),
+            source: e,
+        };
+        let dir = crate::wal::disk::FsDir::new(&migrating).map_err(wal_io)?;
+        let (mut core, _, _) =
+            crate::wal::core::Core::open(dir, crate::wal::SEGMENT_BYTES).map_err(wal_io)?;
+        let mut records = Vec::new();
+        if let Some(p) = &image.purged {
+            records.push(crate::wal::core::Encoded::purge(p).map_err(wal_io)?);
+        }
+        if let Some(v) = &image.vote {
+            records.push(crate::wal::core::Encoded::vote(v).map_err(wal_io)?);
+        }
+        for e in image.entries.values() {
+            records.push(crate::wal::core::Encoded::entry(e).map_err(wal_io)?);
+        }
+        records.push(crate::wal::core::Encoded::committed(&image.committed).map_err(wal_io)?);
+        core.write(&records).map_err(wal_io)?;
+        core.sync().map_err(wal_io)?;
+        drop(core);
+        fs::rename(&migrating, path.join(WAL_DIR)).map_err(io(&path))?;
+        fs::rename(&sled_dir, path.join(SLED_MIGRATED_DIR)).map_err(io(&path))?;
+        fs::File::open(&path)
+            .and_then(|d| d.sync_all())
+            .map_err(io(&path))?;
+        let migration = Migration {
+            entries: image.entries.len(),
+            last_index: image.entries.keys().next_back().copied(),
+            purged_index: image.purged.map(|p| p.index),
+        };
+        tracing::info!(
+            entries = migration.entries,
+            last_index = ?migration.last_index,
+            purged_index = ?migration.purged_index,
+            "migrated the sled Raft log of an earlier release into the write-ahead log; {}/ can be deleted once the node runs well",
+            SLED_MIGRATED_DIR
+        );
+        self.migrated = Some(migration);
+        Ok(())
+    }
+
+    fn write_identity(&self) -> Result<(), DataDirError> {
+        let bytes = serde_json::to_vec_pretty(&self.identity).unwrap_or_default();
+        write_durably(&self.path.join(IDENTITY_FILE), &bytes).map_err(io(&self.path))
     }
 
     /// Records the cluster a joining node was added to.
@@ -188,8 +267,7 @@ impl DataDir {
             return Ok(());
         }
         self.identity.cluster_id = Some(cluster_id.to_owned());
-        let bytes = serde_json::to_vec_pretty(&self.identity).unwrap_or_default();
-        write_durably(&self.path.join(IDENTITY_FILE), &bytes).map_err(io(&self.path))
+        self.write_identity()
     }
 
     /// The directory.
@@ -207,15 +285,14 @@ impl DataDir {
         self.fresh
     }
 
-    /// The sled database.
-    pub fn db(&self) -> &sled::Db {
-        &self.db
+    /// Where the write-ahead log lives.
+    pub fn wal_dir(&self) -> PathBuf {
+        self.path.join(WAL_DIR)
     }
 
-    /// sled's data file, which must be fsynced after a flush (see
-    /// [`crate::log_store`]).
-    pub fn db_file(&self) -> PathBuf {
-        self.path.join("raft").join("db")
+    /// What this open migrated from a sled log, if it did.
+    pub fn migrated(&self) -> Option<&Migration> {
+        self.migrated.as_ref()
     }
 
     /// Where the snapshot lives.

@@ -1,6 +1,8 @@
 //! raftlock's replicated state: the pure lease state machine ([`machine`])
-//! and, around it, the sled-backed storage openraft drives
-//! ([`log_store`], [`state_machine`], [`data_dir`]).
+//! and, around it, the storage openraft drives: the write-ahead log
+//! ([`wal`]), the state machine and its snapshots ([`state_machine`]), the
+//! data directory ([`data_dir`], which migrates sled logs of earlier
+//! releases through [`log_store`]).
 //!
 //! The machine knows nothing of Raft, disks or clocks; the storage adapter
 //! feeds it committed entries and persists its snapshots.
@@ -27,6 +29,7 @@ pub mod machine;
 pub mod planted;
 pub mod state_machine;
 pub mod types;
+pub mod wal;
 
 pub use types::{
     batch_index, Applied, NodeId, NodeInfo, Proposal, Raft, TypeConfig, MAX_BATCH_COMMANDS,
@@ -35,8 +38,8 @@ pub use types::{
 /// Opens the log and the state machine kept in `data`.
 pub fn open_storage(
     data: &data_dir::DataDir,
-) -> Result<(log_store::LogStore, state_machine::StateMachineStore), types::StorageError> {
-    let log = log_store::LogStore::open(data.db(), &data.db_file())?;
+) -> Result<(wal::Wal, state_machine::StateMachineStore), types::StorageError> {
+    let log = wal::Wal::open(&data.wal_dir())?;
     let sm = state_machine::StateMachineStore::open(data.snapshot_file())?;
     Ok((log, sm))
 }

@@ -1,0 +1,327 @@
+//! The few file operations the write-ahead log needs, behind a trait, so
+//! that tests can run it on a simulated disk that keeps written-but-unsynced
+//! bytes apart and loses them (or tears the last write) on a crash.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// One file of the log.
+pub trait WalFile: Send + 'static {
+    /// Writes all of `buf` at `offset`.
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Reads into `buf` from `offset`; returns how many bytes were read
+    /// (fewer only at the end of the file).
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    /// Makes every write so far durable (`fdatasync`).
+    fn sync_data(&mut self) -> io::Result<()>;
+    /// Sets the file's length, preallocating it; durable once synced.
+    fn set_len(&mut self, len: u64) -> io::Result<()>;
+}
+
+/// The directory of the log.
+pub trait WalDir: Send + Sync + 'static {
+    /// Its files.
+    type File: WalFile;
+    /// Names of the files in it.
+    fn list(&self) -> io::Result<Vec<String>>;
+    /// Creates (or truncates) a file.
+    fn create(&self, name: &str) -> io::Result<Self::File>;
+    /// Opens an existing file for reading and writing.
+    fn open(&self, name: &str) -> io::Result<Self::File>;
+    /// Removes a file.
+    fn remove(&self, name: &str) -> io::Result<()>;
+    /// Makes creations and removals durable (fsync of the directory).
+    fn sync(&self) -> io::Result<()>;
+}
+
+/// A directory of the real file system.
+#[derive(Clone, Debug)]
+pub struct FsDir {
+    path: PathBuf,
+}
+
+impl FsDir {
+    /// The directory at `path`, created if absent.
+    pub fn new(path: impl Into<PathBuf>) -> io::Result<FsDir> {
+        let path = path.into();
+        fs::create_dir_all(&path)?;
+        Ok(FsDir { path })
+    }
+}
+
+impl WalFile for fs::File {
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
+        FileExt::write_all_at(self, buf, offset)
+    }
+
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let mut done = 0;
+        while done < buf.len() {
+            match FileExt::read_at(self, &mut buf[done..], offset + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        fs::File::sync_data(self)
+    }
+
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        // Allocate the blocks now, not on each write (a sparse file would
+        // make every fdatasync allocate and journal them).
+        // SAFETY: a valid open descriptor; posix_fallocate reads nothing else.
+        let r = unsafe { libc::posix_fallocate(self.as_raw_fd(), 0, len as libc::off_t) };
+        if r != 0 {
+            // Not every file system can (tmpfs can; some cannot): a plain
+            // length is still correct, only slower.
+            fs::File::set_len(self, len)?;
+        }
+        Ok(())
+    }
+}
+
+impl WalDir for FsDir {
+    type File = fs::File;
+
+    fn list(&self) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for e in fs::read_dir(&self.path)? {
+            if let Some(name) = e?.file_name().to_str() {
+                names.push(name.to_owned());
+            }
+        }
+        Ok(names)
+    }
+
+    fn create(&self, name: &str) -> io::Result<fs::File> {
+        fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(self.path.join(name))
+    }
+
+    fn open(&self, name: &str) -> io::Result<fs::File> {
+        fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(self.path.join(name))
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        fs::remove_file(self.path.join(name))
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        fs::File::open(&self.path)?.sync_all()
+    }
+}
+
+/// A simulated disk: what was written is visible at once, but only what was
+/// synced survives [`SimDir::crash`], as after a power loss. Cheap to clone;
+/// clones share the disk.
+#[derive(Clone, Default)]
+pub struct SimDir {
+    disk: Arc<Mutex<SimDisk>>,
+}
+
+#[derive(Default)]
+struct SimDisk {
+    /// Live view: name -> (contents, unsynced writes since the last sync,
+    /// in order).
+    files: BTreeMap<String, SimFileState>,
+    /// What survives a crash: the directory as of its last sync, each file
+    /// with its contents as of its last sync.
+    durable_names: Vec<String>,
+    /// Files removed since the last directory sync: a crash brings them back.
+    removed: BTreeMap<String, SimFileState>,
+    /// Incremented on every crash, so handles from before it stop working.
+    epoch: u64,
+    /// Testing the test: pretend every sync worked without making anything
+    /// durable, like a WAL that skips its fdatasync.
+    syncs_do_nothing: bool,
+}
+
+#[derive(Clone, Default)]
+struct SimFileState {
+    contents: Vec<u8>,
+    durable: Vec<u8>,
+    unsynced: Vec<(u64, Vec<u8>)>,
+}
+
+/// A file of a [`SimDir`].
+pub struct SimFile {
+    disk: Arc<Mutex<SimDisk>>,
+    name: String,
+    epoch: u64,
+}
+
+impl SimDir {
+    /// An empty simulated disk.
+    pub fn new() -> SimDir {
+        SimDir::default()
+    }
+
+    /// Makes every sync a no-op that still reports success: a broken log
+    /// that skips its fdatasync, which the crash tests must catch.
+    pub fn break_syncs(&self) {
+        self.lock().syncs_do_nothing = true;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SimDisk> {
+        self.disk.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A power loss: every file goes back to its last synced contents, and
+    /// files created or removed since the last directory sync are undone.
+    /// With `tear = Some(n)`, the first `n` bytes of the most recent
+    /// unsynced write of each file survive (a torn write).
+    pub fn crash(&self, tear: Option<usize>) {
+        let mut d = self.lock();
+        d.epoch += 1;
+        let durable_names = d.durable_names.clone();
+        let mut files = BTreeMap::new();
+        for name in durable_names {
+            let Some(f) = d.files.get(&name).or_else(|| d.removed.get(&name)) else {
+                continue;
+            };
+            let mut contents = f.durable.clone();
+            if let (Some(n), Some((offset, bytes))) = (tear, f.unsynced.last()) {
+                let kept = &bytes[..n.min(bytes.len())];
+                write_into(&mut contents, *offset, kept);
+            }
+            files.insert(
+                name,
+                SimFileState {
+                    durable: contents.clone(),
+                    contents,
+                    unsynced: Vec::new(),
+                },
+            );
+        }
+        d.files = files;
+        d.removed.clear();
+    }
+}
+
+fn write_into(contents: &mut Vec<u8>, offset: u64, buf: &[u8]) {
+    let end = offset as usize + buf.len();
+    if contents.len() < end {
+        contents.resize(end, 0);
+    }
+    contents[offset as usize..end].copy_from_slice(buf);
+}
+
+impl SimFile {
+    fn with<T>(&self, f: impl FnOnce(&mut SimDisk, &str) -> io::Result<T>) -> io::Result<T> {
+        let mut d = self.disk.lock().unwrap_or_else(|p| p.into_inner());
+        if d.epoch != self.epoch {
+            return Err(io::Error::other(
+                "the disk crashed since this file was opened",
+            ));
+        }
+        f(&mut d, &self.name)
+    }
+}
+
+fn missing(name: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, format!("{name}: no such file"))
+}
+
+impl WalFile for SimFile {
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.with(|d, name| {
+            let f = d.files.get_mut(name).ok_or_else(|| missing(name))?;
+            write_into(&mut f.contents, offset, buf);
+            f.unsynced.push((offset, buf.to_vec()));
+            Ok(())
+        })
+    }
+
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.with(|d, name| {
+            let f = d.files.get(name).ok_or_else(|| missing(name))?;
+            let start = (offset as usize).min(f.contents.len());
+            let n = buf.len().min(f.contents.len() - start);
+            buf[..n].copy_from_slice(&f.contents[start..start + n]);
+            Ok(n)
+        })
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.with(|d, name| {
+            let skip = d.syncs_do_nothing;
+            let f = d.files.get_mut(name).ok_or_else(|| missing(name))?;
+            if !skip {
+                f.durable = f.contents.clone();
+                f.unsynced.clear();
+            }
+            Ok(())
+        })
+    }
+
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.with(|d, name| {
+            let f = d.files.get_mut(name).ok_or_else(|| missing(name))?;
+            f.contents.resize(len as usize, 0);
+            Ok(())
+        })
+    }
+}
+
+impl WalDir for SimDir {
+    type File = SimFile;
+
+    fn list(&self) -> io::Result<Vec<String>> {
+        Ok(self.lock().files.keys().cloned().collect())
+    }
+
+    fn create(&self, name: &str) -> io::Result<SimFile> {
+        let mut d = self.lock();
+        d.files.insert(name.to_owned(), SimFileState::default());
+        Ok(SimFile {
+            disk: self.disk.clone(),
+            name: name.to_owned(),
+            epoch: d.epoch,
+        })
+    }
+
+    fn open(&self, name: &str) -> io::Result<SimFile> {
+        let d = self.lock();
+        if !d.files.contains_key(name) {
+            return Err(missing(name));
+        }
+        Ok(SimFile {
+            disk: self.disk.clone(),
+            name: name.to_owned(),
+            epoch: d.epoch,
+        })
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        let mut d = self.lock();
+        let f = d.files.remove(name).ok_or_else(|| missing(name))?;
+        d.removed.insert(name.to_owned(), f);
+        Ok(())
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        let mut d = self.lock();
+        if !d.syncs_do_nothing {
+            d.durable_names = d.files.keys().cloned().collect();
+            d.removed.clear();
+        }
+        Ok(())
+    }
+}

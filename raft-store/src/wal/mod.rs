@@ -1,0 +1,337 @@
+//! raftlock's own write-ahead log for the Raft log, the vote and the
+//! committed index, in the way of etcd's `wal` and hashicorp's raft-wal:
+//! preallocated segment files of checksummed records (`core`), one writer
+//! thread that takes every record queued meanwhile and makes them durable
+//! with one write and one `fdatasync` (group commit), the vote synced
+//! before it is answered, and recovery that stops at the first torn or
+//! corrupt record. openraft reads entries from memory: the log between two
+//! snapshots is kept decoded (`purge` drops what a snapshot covers), so
+//! replication and apply never read the disk.
+
+pub mod core;
+pub mod disk;
+
+use self::core::{Core, Effect, Encoded, LogImage, RecoveryReport};
+use self::disk::{FsDir, WalDir};
+use crate::types::{Entry, LogId, NodeId, StorageError, TypeConfig};
+use openraft::storage::{LogFlushed, RaftLogStorage};
+use openraft::{LogState, OptionalSend, RaftLogReader, StorageIOError, Vote};
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::io;
+use std::ops::RangeBounds;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc, RwLock};
+
+pub use self::core::SEGMENT_BYTES;
+
+/// Counters that explain log write throughput.
+#[derive(Debug, Default)]
+pub struct FlushStats {
+    /// write + fdatasync rounds done.
+    pub fsyncs: std::sync::atomic::AtomicU64,
+    /// Append batches (and vote saves) made durable by those rounds.
+    pub batches: std::sync::atomic::AtomicU64,
+    /// Entries made durable.
+    pub entries: std::sync::atomic::AtomicU64,
+}
+
+/// Who waits for a write to be durable.
+enum Done {
+    Nobody,
+    Flushed(LogFlushed<TypeConfig>),
+    Notify(tokio::sync::oneshot::Sender<io::Result<()>>),
+}
+
+struct Job {
+    records: Vec<Encoded>,
+    entries: u64,
+    done: Done,
+}
+
+/// The write-ahead log as openraft's log storage. Cheap to clone: clones
+/// share the log and its writer.
+#[derive(Clone)]
+pub struct Wal {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    image: RwLock<LogImage>,
+    writer: mpsc::Sender<Job>,
+    stats: Arc<FlushStats>,
+}
+
+impl Wal {
+    /// Opens (or creates) the log in directory `path`.
+    pub fn open(path: &Path) -> Result<Wal, StorageError> {
+        let dir = FsDir::new(path).map_err(|e| StorageIOError::read_logs(&e))?;
+        Wal::open_in(dir, SEGMENT_BYTES).map(|(wal, _)| wal)
+    }
+
+    /// Opens the log in `dir` with segments of `segment_bytes`, and says
+    /// how recovery went.
+    pub fn open_in<D: WalDir>(
+        dir: D,
+        segment_bytes: u64,
+    ) -> Result<(Wal, RecoveryReport), StorageError> {
+        let (core, image, report) =
+            Core::open(dir, segment_bytes).map_err(|e| StorageIOError::read_logs(&e))?;
+        if let Some((seq, offset)) = report.stopped_at {
+            tracing::warn!(
+                segment = seq,
+                offset,
+                dropped_segments = report.dropped_segments,
+                "the log ends in a torn or corrupt record (a crash during a write): continuing from the last whole record"
+            );
+        }
+        let stats = Arc::new(FlushStats::default());
+        let (tx, rx) = mpsc::channel();
+        let writer_stats = stats.clone();
+        std::thread::Builder::new()
+            .name("raftlock-wal".into())
+            .spawn(move || writer(core, rx, writer_stats))
+            .map_err(|e| StorageIOError::write_logs(&e))?;
+        Ok((
+            Wal {
+                inner: Arc::new(Inner {
+                    image: RwLock::new(image),
+                    writer: tx,
+                    stats,
+                }),
+            },
+            report,
+        ))
+    }
+
+    /// Write-path counters.
+    pub fn stats(&self) -> Arc<FlushStats> {
+        self.inner.stats.clone()
+    }
+
+    fn image(&self) -> std::sync::RwLockReadGuard<'_, LogImage> {
+        self.inner.image.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn image_mut(&self) -> std::sync::RwLockWriteGuard<'_, LogImage> {
+        self.inner.image.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn send(&self, job: Job) -> io::Result<()> {
+        self.inner
+            .writer
+            .send(job)
+            .map_err(|_| io::Error::other("the log writer stopped"))
+    }
+
+    /// Queues `records` and waits until they are durable.
+    async fn write_durably(&self, records: Vec<Encoded>) -> io::Result<()> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Job {
+            records,
+            entries: 0,
+            done: Done::Notify(tx),
+        })?;
+        rx.await
+            .map_err(|_| io::Error::other("the log writer stopped"))?
+    }
+
+    /// Waits until everything queued so far is durable.
+    pub async fn sync(&self) -> io::Result<()> {
+        self.write_durably(Vec::new()).await
+    }
+
+    /// The whole log as it stands (for migration checks and tests).
+    pub fn snapshot_image(&self) -> LogImage {
+        self.image().clone()
+    }
+
+    /// Writes a recovered image into an empty log: used to migrate a data
+    /// dir of an older release. Durable when it returns.
+    pub async fn import(&self, image: &LogImage) -> io::Result<()> {
+        let mut records = Vec::new();
+        if let Some(p) = &image.purged {
+            records.push(Encoded::purge(p)?);
+        }
+        if let Some(v) = &image.vote {
+            records.push(Encoded::vote(v)?);
+        }
+        for e in image.entries.values() {
+            records.push(Encoded::entry(e)?);
+        }
+        records.push(Encoded::committed(&image.committed)?);
+        *self.image_mut() = image.clone();
+        self.write_durably(records).await
+    }
+}
+
+/// The writer thread: every job queued at the moment goes out in one write
+/// and one fdatasync; then their waiters are told, in order.
+fn writer<D: WalDir>(mut core: Core<D>, rx: mpsc::Receiver<Job>, stats: Arc<FlushStats>) {
+    let mut failed: Option<(io::ErrorKind, String)> = None;
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        batch.extend(rx.try_iter());
+        let started = std::time::Instant::now();
+        let result = match &failed {
+            // After a failed write the file's tail is unknown: refuse
+            // everything rather than write after a hole.
+            Some((kind, msg)) => Err(io::Error::new(*kind, msg.clone())),
+            None => {
+                let records: Vec<Encoded> =
+                    batch.iter_mut().flat_map(|j| j.records.drain(..)).collect();
+                let purges = records.iter().any(|r| matches!(r.effect, Effect::Purge(_)));
+                let r = core.write(&records).and_then(|_| core.sync());
+                let r = match r {
+                    Ok(()) if purges => core.drop_purged().map(|_| ()),
+                    other => other,
+                };
+                if let Err(e) = &r {
+                    tracing::error!(error = %e, "the write-ahead log failed to write; the node stops accepting entries");
+                    failed = Some((e.kind(), e.to_string()));
+                }
+                r
+            }
+        };
+        metrics::histogram!("raftlock_fsync_seconds").record(started.elapsed().as_secs_f64());
+        let entries: u64 = batch.iter().map(|j| j.entries).sum();
+        if entries > 0 {
+            metrics::histogram!("raftlock_append_batch_entries").record(entries as f64);
+        }
+        stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+        stats
+            .batches
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        for job in batch {
+            let result = match &result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+            };
+            stats.entries.fetch_add(job.entries, Ordering::Relaxed);
+            match job.done {
+                Done::Nobody => {}
+                Done::Flushed(callback) => callback.log_io_completed(result),
+                Done::Notify(tx) => {
+                    let _ = tx.send(result);
+                }
+            }
+        }
+    }
+}
+
+impl RaftLogReader<TypeConfig> for Wal {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError> {
+        Ok(self
+            .image()
+            .entries
+            .range(range)
+            .map(|(_, e)| e.clone())
+            .collect())
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for Wal {
+    type LogReader = Wal;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
+        let image = self.image();
+        let last = image.entries.values().next_back().map(|e| e.log_id);
+        Ok(LogState {
+            last_purged_log_id: image.purged,
+            last_log_id: last.or(image.purged),
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError> {
+        let record = Encoded::vote(vote).map_err(|e| StorageIOError::write_vote(&e))?;
+        self.image_mut().vote = Some(*vote);
+        // On disk before it is answered: forgetting a vote after a crash
+        // would let this node vote twice in one term.
+        self.write_durably(vec![record])
+            .await
+            .map_err(|e| StorageIOError::write_vote(&e).into())
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError> {
+        Ok(self.image().vote)
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
+        let record = Encoded::committed(&committed).map_err(|e| StorageIOError::write(&e))?;
+        self.image_mut().committed = committed;
+        // Rides with the next sync: losing it only means re-applying from
+        // the snapshot up to a commit point the cluster confirms again.
+        self.send(Job {
+            records: vec![record],
+            entries: 0,
+            done: Done::Nobody,
+        })
+        .map_err(|e| StorageIOError::write(&e).into())
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
+        Ok(self.image().committed)
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), StorageError>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let mut records = Vec::new();
+        let mut decoded = BTreeMap::new();
+        for entry in entries {
+            records.push(Encoded::entry(&entry).map_err(|e| StorageIOError::write_logs(&e))?);
+            decoded.insert(entry.log_id.index, entry);
+        }
+        {
+            let mut image = self.image_mut();
+            for (_, e) in decoded {
+                image.apply_effect(&Effect::Entry(e.log_id.index), Some(e));
+            }
+        }
+        let count = records.len() as u64;
+        self.send(Job {
+            records,
+            entries: count,
+            done: Done::Flushed(callback),
+        })
+        .map_err(|e| StorageIOError::write_logs(&e).into())
+    }
+
+    async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        let record = Encoded::truncate(log_id.index).map_err(|e| StorageIOError::write_logs(&e))?;
+        self.image_mut()
+            .apply_effect(&Effect::Truncate(log_id.index), None);
+        self.write_durably(vec![record])
+            .await
+            .map_err(|e| StorageIOError::write_logs(&e).into())
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        let record = Encoded::purge(&log_id).map_err(|e| StorageIOError::write_logs(&e))?;
+        self.image_mut().apply_effect(&Effect::Purge(log_id), None);
+        // Segments are deleted by the writer once this record is durable.
+        self.send(Job {
+            records: vec![record],
+            entries: 0,
+            done: Done::Nobody,
+        })
+        .map_err(|e| StorageIOError::write_logs(&e).into())
+    }
+}
+
+#[cfg(test)]
+mod tests;
