@@ -6,7 +6,7 @@ use super::error::LeaseError;
 use super::lock::{fits, LockState, UNLIMITED};
 use super::outcome::{Event, Reply};
 use super::types::{Finished, Grant, LogIndex, Mode, RequestId, SessionId, Waiter};
-use super::{validate, LeaseMachine};
+use super::{validate, Command, LeaseMachine};
 use raftlock_proto::limits;
 
 pub(super) struct Request<'a> {
@@ -17,6 +17,34 @@ pub(super) struct Request<'a> {
     pub permits: Option<u32>,
     pub wait_ms: Option<u64>,
     pub metadata: &'a [u8],
+}
+
+impl<'a> Request<'a> {
+    /// The request an [`Command::Acquire`] makes; `None` for any other
+    /// command.
+    pub(super) fn of(command: &'a Command) -> Option<Self> {
+        let Command::Acquire {
+            session,
+            name,
+            request_id,
+            mode,
+            permits,
+            wait_ms,
+            metadata,
+        } = command
+        else {
+            return None;
+        };
+        Some(Request {
+            session: *session,
+            name,
+            request_id: *request_id,
+            mode: *mode,
+            permits: *permits,
+            wait_ms: *wait_ms,
+            metadata,
+        })
+    }
 }
 
 impl LeaseMachine {

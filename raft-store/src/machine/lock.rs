@@ -20,6 +20,21 @@ pub(crate) fn fits(holders: &[Grant], permits: Option<u32>, mode: Mode) -> bool 
     }
 }
 
+impl Waiter {
+    /// The grant this waiter gets from the entry at `index`.
+    fn into_grant(self, name: &str, index: LogIndex, at_ms: u64) -> Grant {
+        Grant {
+            name: name.to_owned(),
+            session: self.session,
+            request_id: self.request_id,
+            mode: self.mode,
+            token: index,
+            granted_at_ms: at_ms,
+            metadata: self.metadata,
+        }
+    }
+}
+
 /// Holders and waiters of one lock.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockState {
@@ -85,30 +100,14 @@ impl LockState {
             let Some(w) = self.waiters.pop_front() else {
                 break;
             };
-            let grant = Grant {
-                name: name.to_owned(),
-                session: w.session,
-                request_id: w.request_id,
-                mode: w.mode,
-                token: index,
-                granted_at_ms: at_ms,
-                metadata: w.metadata,
-            };
+            let grant = w.into_grant(name, index, at_ms);
             self.holders.push(grant.clone());
             granted.push(grant);
         }
         #[cfg(feature = "planted-bugs")]
         if !granted.is_empty() && crate::planted::planted(crate::planted::Bug::DoubleGrant) {
             if let Some(w) = self.waiters.pop_front() {
-                let grant = Grant {
-                    name: name.to_owned(),
-                    session: w.session,
-                    request_id: w.request_id,
-                    mode: w.mode,
-                    token: index,
-                    granted_at_ms: at_ms,
-                    metadata: w.metadata,
-                };
+                let grant = w.into_grant(name, index, at_ms);
                 self.holders.push(grant.clone());
                 granted.push(grant);
             }

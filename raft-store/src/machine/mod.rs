@@ -222,28 +222,10 @@ impl LeaseMachine {
             Command::ExpireSessions { sessions } => {
                 Ok(self.expire_sessions(sessions, index, at_ms, &mut events))
             }
-            Command::Acquire {
-                session,
-                name,
-                request_id,
-                mode,
-                permits,
-                wait_ms,
-                metadata,
-            } => self.acquire(
-                acquire::Request {
-                    session: *session,
-                    name,
-                    request_id: *request_id,
-                    mode: *mode,
-                    permits: *permits,
-                    wait_ms: *wait_ms,
-                    metadata,
-                },
-                index,
-                at_ms,
-                &mut events,
-            ),
+            Command::Acquire { .. } => match acquire::Request::of(cmd) {
+                Some(req) => self.acquire(req, index, at_ms, &mut events),
+                None => Err(LeaseError::InvalidArgument("not an acquire".into())),
+            },
             Command::Release {
                 session,
                 name,

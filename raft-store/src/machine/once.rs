@@ -130,21 +130,13 @@ impl LeaseMachine {
         at_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<Reply, LeaseError> {
-        let Command::Acquire {
-            session,
-            name,
-            request_id,
-            mode,
-            permits,
-            wait_ms,
-            metadata,
-        } = command
-        else {
+        let Some(req) = acquire::Request::of(command) else {
             return Err(LeaseError::InvalidArgument(format!(
                 "only an acquire can be sequenced, not {}",
                 command.kind()
             )));
         };
+        let (session, name, request_id) = (&req.session, req.name, &req.request_id);
         if seq == 0 {
             return Err(LeaseError::InvalidArgument(
                 "sequence numbers start at 1".into(),
@@ -190,25 +182,13 @@ impl LeaseMachine {
                 max: limits::MAX_UNACKED_REQUESTS_PER_SESSION,
             });
         }
-        let first = self.acquire(
-            acquire::Request {
-                session: *session,
-                name,
-                request_id: *request_id,
-                mode: *mode,
-                permits: *permits,
-                wait_ms: *wait_ms,
-                metadata,
-            },
-            index,
-            at_ms,
-            events,
-        );
-        if let Some(once) = self.once.get_mut(session) {
+        let (session, request_id) = (*session, *request_id);
+        let first = self.acquire(req, index, at_ms, events);
+        if let Some(once) = self.once.get_mut(&session) {
             once.answers.insert(
                 seq,
                 Recorded {
-                    request_id: *request_id,
+                    request_id,
                     first: first.clone(),
                 },
             );
