@@ -17,8 +17,11 @@ use tokio::time::Instant;
 
 #[derive(Clone, Debug)]
 enum State {
-    Valid { until: Instant },
-    Ended(Error),
+    Valid {
+        until: Instant,
+    },
+    /// Why it ended, and the deadline it had then.
+    Ended(Error, Instant),
 }
 
 /// A live session. Clones share it; it is no longer kept alive once the
@@ -182,7 +185,14 @@ impl SessionInner {
         match &*self.state.borrow() {
             State::Valid { until } if Instant::now() < *until => Ok(*until),
             State::Valid { .. } => Err(Error::SessionLost(self.id)),
-            State::Ended(e) => Err(e.clone()),
+            State::Ended(e, _) => Err(e.clone()),
+        }
+    }
+
+    /// The last deadline computed, passed or not.
+    pub(crate) fn last_until(&self) -> Instant {
+        match &*self.state.borrow() {
+            State::Valid { until } | State::Ended(_, until) => *until,
         }
     }
 
@@ -193,7 +203,7 @@ impl SessionInner {
         self.state.send_modify(|s| {
             if let State::Valid { until } = s {
                 if now >= *until {
-                    *s = State::Ended(Error::SessionLost(self.id));
+                    *s = State::Ended(Error::SessionLost(self.id), *until);
                 } else {
                     *until = (*until).max(sent + self.ttl - safety_margin(self.ttl));
                 }
@@ -203,8 +213,8 @@ impl SessionInner {
 
     pub(crate) fn end(&self, e: Error) {
         self.state.send_modify(|s| {
-            if matches!(s, State::Valid { .. }) {
-                *s = State::Ended(e);
+            if let State::Valid { until } = s {
+                *s = State::Ended(e, *until);
             }
         });
     }
@@ -254,6 +264,20 @@ impl Session {
     /// ```
     pub fn valid_until(&self) -> Result<std::time::Instant, Error> {
         self.inner.until().map(|u| u.into_std())
+    }
+
+    /// The last local validity deadline this client computed, even once it
+    /// has passed or the session has ended: the moment this client stopped
+    /// (or will stop) claiming the session's locks. For tools that record
+    /// when a holder's claim ended, such as a fault-injection checker.
+    ///
+    /// ```no_run
+    /// # fn f(s: raftlock_client::Session) {
+    /// let claimed_until = s.lease_deadline();
+    /// # }
+    /// ```
+    pub fn lease_deadline(&self) -> std::time::Instant {
+        self.inner.last_until().into_std()
     }
 
     /// Resolves when the session is lost (keep-alives stopped being

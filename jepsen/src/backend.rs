@@ -68,6 +68,10 @@ fn classify(e: Error) -> OpError {
     match e {
         // The client retried until its deadline; an attempt may have landed.
         Error::Unavailable(m) => OpError::Unknown(m),
+        // A wait that timed out may have been granted at the last moment
+        // (the server returns such a grant to the cancel, but the answer
+        // can be lost): indeterminate, never a definite failure.
+        Error::WaitTimedOut(_) => OpError::Unknown(e.to_string()),
         Error::SessionLost(_) => OpError::Unknown(e.to_string()),
         Error::Server { .. } => OpError::Unknown(e.to_string()),
         other => OpError::Fail(other.to_string()),
@@ -97,7 +101,6 @@ impl Backend for Real {
     async fn session(&self, ttl: Duration) -> Result<Box<dyn Session>, OpError> {
         let s = self.client.session(ttl).await.map_err(classify)?;
         Ok(Box::new(RealSession {
-            last_deadline: Mutex::new(Instant::now()),
             session: s,
             guards: Mutex::new(HashMap::new()),
             leaderships: Mutex::new(HashMap::new()),
@@ -117,7 +120,6 @@ impl Backend for Real {
 struct RealSession {
     session: raftlock_client::Session,
     /// The last deadline seen while the session was valid.
-    last_deadline: Mutex<Instant>,
     guards: Mutex<HashMap<(String, u64), LockGuard>>,
     leaderships: Mutex<HashMap<(String, u64), raftlock_client::Leadership>>,
 }
@@ -129,16 +131,14 @@ impl Session for RealSession {
     }
 
     fn valid_until(&self) -> Option<Instant> {
-        let v = self.session.valid_until().ok();
-        if let Some(t) = v {
-            *self.last_deadline.lock().unwrap_or_else(|p| p.into_inner()) = t;
-        }
-        v
+        self.session.valid_until().ok()
     }
 
     fn lease_deadline(&self) -> Instant {
-        self.valid_until()
-            .unwrap_or_else(|| *self.last_deadline.lock().unwrap_or_else(|p| p.into_inner()))
+        // The library's own last deadline, not one sampled earlier here: a
+        // stale sample would end recorded holds early and hide an expiry
+        // that came before the client's deadline.
+        self.session.lease_deadline()
     }
 
     async fn acquire(
@@ -674,4 +674,10 @@ impl Session for FakeSession {
             holders.retain(|(s, _)| *s != self.id);
         }
     }
+}
+
+/// [`classify`], for the workload's tests.
+#[cfg(test)]
+pub(crate) fn classify_for_tests(e: Error) -> OpError {
+    classify(e)
 }

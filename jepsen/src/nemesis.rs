@@ -57,9 +57,21 @@ pub struct Nemesis {
     pub rec: Arc<Recorder>,
     /// The full voter set, restored when healing.
     pub members: Vec<raftlock_client::Member>,
+    /// Faults the nemesis could not inject or undo (no iptables, no
+    /// permission, a node that would not restart): a run with any of these
+    /// did not test what it says, so it fails.
+    pub failures: Arc<Mutex<Vec<String>>>,
 }
 
 impl Nemesis {
+    fn failed(&self, what: String) {
+        tracing::error!(failure = %what, "the nemesis could not act: the run will fail");
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(what);
+    }
+
     /// Runs rounds until `stop`, then heals everything.
     pub async fn run(&self, kind: Kind, seed: u64, mut stop: watch::Receiver<bool>) {
         let mut rng = StdRng::seed_from_u64(seed);
@@ -82,6 +94,12 @@ impl Nemesis {
             let name = match self.inject(round, &mut rng).await {
                 Ok(name) => name,
                 Err(e) => {
+                    // A membership change can be refused by a cluster under
+                    // load (and that is tested); a kill, pause or cut that
+                    // did not happen means the run tested nothing.
+                    if round != Kind::Membership {
+                        self.failed(format!("could not inject {round:?}: {e:#}"));
+                    }
                     tracing::warn!(error = %e, "nemesis round failed");
                     format!("{round:?} (failed: {e})")
                 }
@@ -185,13 +203,13 @@ impl Nemesis {
     pub async fn heal(&self) {
         if let Some(net) = &self.net {
             if let Err(e) = net.heal() {
-                tracing::warn!(error = %e, "cannot heal the network");
+                self.failed(format!("cannot heal the network: {e:#}"));
             }
         }
         {
             let mut c = self.cluster.lock().await;
             if let Err(e) = c.heal_processes() {
-                tracing::warn!(error = %e, "cannot restart a node");
+                self.failed(format!("cannot restart a node: {e:#}"));
             }
         }
         if let Err(e) = self.restore_membership().await {

@@ -87,7 +87,12 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
                 let mode = n.mode().to_owned();
                 (Some(n), mode)
             }
-            Err(e) => (None, format!("none: iptables unusable here ({e})")),
+            // A partition run without partitions would pass having tested
+            // nothing it claims.
+            Err(e) => anyhow::bail!(
+                "the {:?} nemesis needs iptables, which is unusable here: {e:#}",
+                cfg.nemesis
+            ),
         }
     } else {
         (None, "not used".to_owned())
@@ -104,6 +109,7 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
         windows: windows.clone(),
         rec: rec.clone(),
         members,
+        failures: Arc::default(),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let work = tokio::spawn(workload::run(
@@ -157,6 +163,17 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
         },
     };
     let outcome = finish(&dir, &meta, &history, &faults)?;
+    let failures = nem
+        .failures
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    anyhow::ensure!(
+        failures.is_empty(),
+        "the nemesis could not act, so this run tested less than it says ({}): {}",
+        dir.display(),
+        failures.join("; ")
+    );
     // Keep node logs with the run; drop the data dirs (they can be large).
     for n in 1..=cfg.nodes {
         let _ = std::fs::remove_dir_all(cluster_dir.join(format!("n{n}")));

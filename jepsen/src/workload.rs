@@ -163,7 +163,9 @@ where
         Ok(v) => {
             let kind = on_ok(&v, &mut spec);
             rec.record(kind, &spec, None);
-            (Some(v), false)
+            // An indeterminate op may still take effect: as in Jepsen, its
+            // process does nothing more.
+            (Some(v), kind == Type::Info)
         }
         Err(OpError::Fail(e)) => {
             rec.record(Type::Fail, &spec, Some(e));
@@ -176,14 +178,15 @@ where
     }
 }
 
-/// How an acquisition completed: ok with its token, or fail when it was not
-/// granted in time.
+/// How an acquisition completed: ok with its token, or indeterminate when
+/// its wait timed out: a grant may have raced the timeout, so the history
+/// must not call it a definite failure.
 fn granted(token: &Option<u64>, spec: &mut OpSpec) -> Type {
     spec.token = *token;
     if token.is_some() {
         Type::Ok
     } else {
-        Type::Fail
+        Type::Info
     }
 }
 
@@ -487,5 +490,43 @@ pub async fn final_reads(backend: &dyn Backend, rec: &Recorder, kind: Kind) {
                 rec.record(Type::Info, &done, Some(e))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wait that timed out may have been granted at the last moment:
+    /// recording it as a failure would let a checker assume the lock stayed
+    /// free, so it is indeterminate, and its process stops, as in Jepsen.
+    #[tokio::test]
+    async fn a_timed_out_acquire_is_indeterminate_and_retires_its_process() {
+        let mut spec = OpSpec {
+            process: 1,
+            f: F::Acquire,
+            lock: "a".into(),
+            session: Some(7),
+            token: None,
+            valid_until: None,
+            value: None,
+        };
+        assert_eq!(granted(&None, &mut spec), Type::Info);
+        assert_eq!(granted(&Some(5), &mut spec), Type::Ok);
+        let rec = Recorder::new();
+        let fut = async { Ok::<_, OpError>(None::<u64>) };
+        let (_, retire) = timed(&rec, spec.clone(), fut, granted).await;
+        assert!(retire, "a process with an op in doubt must not go on");
+        let h = rec.history();
+        assert_eq!(h.last().map(|o| o.kind), Some(Type::Info));
+        // The client library's own timeout, too.
+        let fut = async {
+            Err::<Option<u64>, _>(crate::backend::classify_for_tests(
+                raftlock_client::Error::WaitTimedOut("a".into()),
+            ))
+        };
+        let (_, retire) = timed(&rec, spec, fut, granted).await;
+        assert!(retire);
+        assert_eq!(rec.history().last().map(|o| o.kind), Some(Type::Info));
     }
 }

@@ -27,6 +27,37 @@ pub enum Verdict {
     Skipped,
 }
 
+/// Whether the history tested anything: at least `min_ok` completed
+/// operations and at least one grant. Otherwise the run is `unknown`, never
+/// `valid`: every safety checker passes an empty history.
+fn coverage(history: &[Op], min_ok: usize) -> CheckResult {
+    let ok = history.iter().filter(|o| o.kind == Type::Ok).count();
+    let grants = history
+        .iter()
+        .filter(|o| o.kind == Type::Ok && matches!(o.f, F::Acquire | F::Campaign | F::SemAcquire))
+        .count();
+    let stats = serde_json::json!({"ok": ok, "grants": grants, "min_ok": min_ok});
+    let (verdict, explanation) = if grants == 0 {
+        (
+            Verdict::Unknown,
+            format!("no grant in {ok} completed ops: nothing was tested"),
+        )
+    } else if ok < min_ok {
+        (
+            Verdict::Unknown,
+            format!(
+                "only {ok} completed ops ({grants} grants), fewer than the {min_ok} a run needs"
+            ),
+        )
+    } else {
+        (
+            Verdict::Valid,
+            format!("{ok} completed ops, {grants} grants"),
+        )
+    };
+    CheckResult::new("coverage", verdict, explanation).with_stats(stats)
+}
+
 /// What one checker found.
 #[derive(Clone, Debug, Serialize)]
 pub struct CheckResult {
@@ -66,10 +97,20 @@ impl CheckResult {
     }
 }
 
-/// Runs every checker.
+/// Fewest completed (`ok`) operations a run needs before its verdict can
+/// be `valid`: a run that did almost nothing tested almost nothing.
+pub const MIN_OK_OPS: usize = 50;
+
+/// Runs every checker, and judges whether the run did enough to count.
 pub fn check_all(history: &[Op]) -> Vec<CheckResult> {
+    check_all_with(history, MIN_OK_OPS)
+}
+
+/// [`check_all`] with another floor of completed operations.
+pub fn check_all_with(history: &[Op], min_ok_ops: usize) -> Vec<CheckResult> {
     let holds = Holds::from(history);
     vec![
+        coverage(history, min_ok_ops),
         linearizable::check(history, &holds),
         fencing(history),
         exclusion("mutual_exclusion", &holds, F::Acquire),

@@ -430,3 +430,27 @@ fn a_closed_session_ends_its_holds() {
     let rs = check_all(&without);
     assert_invalid(&rs, "election");
 }
+
+/// Every safety checker passes a history in which nothing happened; the
+/// run must not be called valid then.
+#[test]
+fn a_run_with_no_grants_or_too_few_ops_is_not_valid() {
+    let empty = check_all(&[]);
+    assert_eq!(get(&empty, "coverage").verdict, Verdict::Unknown);
+    // Only failed acquires: no grant.
+    let mut h = H::default();
+    for i in 0..100 {
+        h.rec(i * 2, 1, Type::Invoke, F::Acquire, "a", None, None, None)
+            .rec(i * 2 + 1, 1, Type::Fail, F::Acquire, "a", None, None, None);
+    }
+    let rs = check_all(&h.0);
+    assert_eq!(get(&rs, "coverage").verdict, Verdict::Unknown);
+    // A few grants, but fewer completed ops than the floor.
+    let mut h = H::default();
+    h.hold(1, "a", 3, 0, 5, 10, 15);
+    assert_eq!(get(&check_all(&h.0), "coverage").verdict, Verdict::Unknown);
+    assert_eq!(
+        get(&check_all_with(&h.0, 2), "coverage").verdict,
+        Verdict::Valid
+    );
+}
