@@ -197,6 +197,8 @@ pub struct Status {
     pub proposed_commands: u64,
     /// Log entries those commands were grouped into (group commit).
     pub proposed_entries: u64,
+    /// CPU time (user + system) the node's process has used, in µs.
+    pub process_cpu_micros: u64,
 }
 
 impl From<pb::StatusResponse> for Status {
@@ -226,6 +228,7 @@ impl From<pb::StatusResponse> for Status {
             log_entries_flushed: s.log_entries_flushed,
             proposed_commands: s.proposed_commands,
             proposed_entries: s.proposed_entries,
+            process_cpu_micros: s.process_cpu_micros,
         }
     }
 }

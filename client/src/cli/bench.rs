@@ -164,6 +164,10 @@ pub struct ServerFigures {
     pub leader_entries_per_fsync: f64,
     /// Mean log fsyncs per second of the other nodes.
     pub follower_fsyncs_per_sec: f64,
+    /// The leader's process CPU time per log entry, µs.
+    pub leader_cpu_us_per_entry: f64,
+    /// The followers' mean process CPU time per log entry, µs.
+    pub follower_cpu_us_per_entry: f64,
 }
 
 /// Every member's counters (as each node reports itself), by node id.
@@ -184,7 +188,7 @@ fn server_figures(
     after: &[raftlock_client::Status],
     secs: f64,
 ) -> Option<ServerFigures> {
-    let deltas: Vec<(u64, u64, u64, u64, u64)> = after
+    let deltas: Vec<(u64, u64, u64, u64, u64, u64)> = after
         .iter()
         .map(|a| {
             let b = before.iter().find(|b| b.node_id == a.node_id)?;
@@ -194,10 +198,11 @@ fn server_figures(
                 a.proposed_entries.saturating_sub(b.proposed_entries),
                 a.log_fsyncs.saturating_sub(b.log_fsyncs),
                 a.log_entries_flushed.saturating_sub(b.log_entries_flushed),
+                a.process_cpu_micros.saturating_sub(b.process_cpu_micros),
             ))
         })
         .collect::<Option<_>>()?;
-    let &(leader, commands, entries, fsyncs, flushed) = deltas.iter().max_by_key(|d| d.2)?;
+    let &(leader, commands, entries, fsyncs, flushed, cpu) = deltas.iter().max_by_key(|d| d.2)?;
     if entries == 0 || secs <= 0.0 {
         return None;
     }
@@ -205,6 +210,11 @@ fn server_figures(
         .iter()
         .filter(|d| d.0 != leader)
         .map(|d| d.3)
+        .collect();
+    let follower_cpu: Vec<u64> = deltas
+        .iter()
+        .filter(|d| d.0 != leader)
+        .map(|d| d.5)
         .collect();
     Some(ServerFigures {
         leader,
@@ -216,6 +226,11 @@ fn server_figures(
         follower_fsyncs_per_sec: followers.iter().sum::<u64>() as f64
             / followers.len().max(1) as f64
             / secs,
+        // Every node writes every entry: the leader's count is the log's.
+        leader_cpu_us_per_entry: cpu as f64 / entries as f64,
+        follower_cpu_us_per_entry: follower_cpu.iter().sum::<u64>() as f64
+            / follower_cpu.len().max(1) as f64
+            / entries as f64,
     })
 }
 
@@ -298,6 +313,10 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
                 s.leader_fsyncs_per_sec,
                 s.leader_entries_per_fsync,
                 s.follower_fsyncs_per_sec
+            );
+            println!(
+                "    process CPU per log entry: leader {:.0} µs, followers {:.0} µs (mean)",
+                s.leader_cpu_us_per_entry, s.follower_cpu_us_per_entry
             );
         }
         if let Some(f) = &r.failover {
@@ -721,6 +740,7 @@ mod tests {
         entries: u64,
         fsyncs: u64,
         flushed: u64,
+        cpu: u64,
     ) -> raftlock_client::Status {
         raftlock_client::Status {
             node_id: id,
@@ -739,6 +759,7 @@ mod tests {
             log_entries_flushed: flushed,
             proposed_commands: commands,
             proposed_entries: entries,
+            process_cpu_micros: cpu,
         }
     }
 
@@ -761,14 +782,14 @@ mod tests {
     #[test]
     fn server_figures_are_the_leaders_change_over_the_run() {
         let before = [
-            node(1, 10, 5, 100, 100),
-            node(2, 0, 0, 50, 50),
-            node(3, 0, 0, 60, 60),
+            node(1, 10, 5, 100, 100, 1_000),
+            node(2, 0, 0, 50, 50, 500),
+            node(3, 0, 0, 60, 60, 500),
         ];
         let after = [
-            node(1, 1010, 105, 200, 210),
-            node(2, 0, 0, 250, 160),
-            node(3, 0, 0, 160, 170),
+            node(1, 1010, 105, 200, 210, 31_000),
+            node(2, 0, 0, 250, 160, 10_500),
+            node(3, 0, 0, 160, 170, 20_500),
         ];
         let f = server_figures(&before, &after, 2.0).expect("figures");
         assert_eq!(
@@ -781,6 +802,8 @@ mod tests {
                 leader_fsyncs_per_sec: 50.0,
                 leader_entries_per_fsync: 1.1,
                 follower_fsyncs_per_sec: 75.0,
+                leader_cpu_us_per_entry: 300.0,
+                follower_cpu_us_per_entry: 150.0,
             }
         );
         // A node missing from a reading, or nothing proposed: no figures.

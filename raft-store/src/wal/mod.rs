@@ -170,9 +170,16 @@ impl Wal {
 /// and one fdatasync; then their waiters are told, in order.
 fn writer<D: WalDir>(mut core: Core<D>, rx: mpsc::Receiver<Job>, stats: Arc<FlushStats>) {
     let mut failed: Option<(io::ErrorKind, String)> = None;
+    // A purge record written but not yet synced: its segments may be
+    // deleted only after the next sync.
+    let mut purge_pending = false;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         batch.extend(rx.try_iter());
+        // The committed index and purge points are written as they come but
+        // synced only with the next record somebody waits for: an fdatasync
+        // of their own would double the syncs of a lightly loaded node.
+        let needs_sync = batch.iter().any(|j| !matches!(j.done, Done::Nobody));
         let started = std::time::Instant::now();
         let result = match &failed {
             // After a failed write the file's tail is unknown: refuse
@@ -181,12 +188,15 @@ fn writer<D: WalDir>(mut core: Core<D>, rx: mpsc::Receiver<Job>, stats: Arc<Flus
             None => {
                 let records: Vec<Encoded> =
                     batch.iter_mut().flat_map(|j| j.records.drain(..)).collect();
-                let purges = records.iter().any(|r| matches!(r.effect, Effect::Purge(_)));
-                let r = core.write(&records).and_then(|_| core.sync());
-                let r = match r {
-                    Ok(()) if purges => core.drop_purged().map(|_| ()),
-                    other => other,
-                };
+                purge_pending |= records.iter().any(|r| matches!(r.effect, Effect::Purge(_)));
+                let mut r = core.write(&records);
+                if r.is_ok() && needs_sync {
+                    r = core.sync();
+                    if r.is_ok() && purge_pending {
+                        purge_pending = false;
+                        r = core.drop_purged().map(|_| ());
+                    }
+                }
                 if let Err(e) = &r {
                     tracing::error!(error = %e, "the write-ahead log failed to write; the node stops accepting entries");
                     failed = Some((e.kind(), e.to_string()));
@@ -194,12 +204,14 @@ fn writer<D: WalDir>(mut core: Core<D>, rx: mpsc::Receiver<Job>, stats: Arc<Flus
                 r
             }
         };
-        metrics::histogram!("raftlock_fsync_seconds").record(started.elapsed().as_secs_f64());
+        if needs_sync {
+            metrics::histogram!("raftlock_fsync_seconds").record(started.elapsed().as_secs_f64());
+            stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+        }
         let entries: u64 = batch.iter().map(|j| j.entries).sum();
         if entries > 0 {
             metrics::histogram!("raftlock_append_batch_entries").record(entries as f64);
         }
-        stats.fsyncs.fetch_add(1, Ordering::Relaxed);
         stats
             .batches
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
@@ -323,7 +335,8 @@ impl RaftLogStorage<TypeConfig> for Wal {
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
         let record = Encoded::purge(&log_id).map_err(|e| StorageIOError::write_logs(&e))?;
         self.image_mut().apply_effect(&Effect::Purge(log_id), None);
-        // Segments are deleted by the writer once this record is durable.
+        // Segments are deleted by the writer once this record is durable
+        // (with the next sync).
         self.send(Job {
             records: vec![record],
             entries: 0,
