@@ -213,12 +213,26 @@ impl<'f, F: WalFile> Reader<'f, F> {
     fn get(&mut self, offset: u64, len: usize) -> io::Result<&[u8]> {
         let have = offset >= self.start && offset + len as u64 <= self.start + self.filled as u64;
         if !have {
-            let want = len.max(READ_CHUNK);
-            if self.buf.len() < want {
-                self.buf.resize(want, 0);
-            }
-            self.filled = self.file.read_at(&mut self.buf[..want], offset)?;
+            // Grow only as far as the file has bytes: a corrupt length can
+            // claim up to a gigabyte, which must not be allocated blindly.
             self.start = offset;
+            self.filled = 0;
+            // A whole chunk even for a small read: the records that follow
+            // come from memory.
+            let mut size = READ_CHUNK;
+            loop {
+                if self.buf.len() < size {
+                    self.buf.resize(size, 0);
+                }
+                let n = self
+                    .file
+                    .read_at(&mut self.buf[self.filled..size], offset + self.filled as u64)?;
+                self.filled += n;
+                if self.filled >= len || self.filled < size {
+                    break;
+                }
+                size *= 2;
+            }
         }
         let from = (offset - self.start) as usize;
         let to = (from + len).min(self.filled);

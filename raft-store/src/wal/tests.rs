@@ -320,3 +320,34 @@ fn a_corrupt_record_ends_the_log_there_and_writing_continues_after_it() {
     assert_eq!(image.entries.len(), 4);
     assert_eq!(image.entries[&4].log_id.leader_id.term, 2);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A damaged segment (any bytes after a valid header, or any bytes at
+    /// all) never panics recovery: it reads what it can, or says why not.
+    #[test]
+    fn recovery_never_panics_on_arbitrary_segment_bytes(
+        body in prop::collection::vec(any::<u8>(), 0..2048),
+        with_header in any::<bool>(),
+    ) {
+        use super::disk::{WalDir, WalFile};
+        let disk = SimDir::new();
+        let mut f = disk.create("0000000000000000.wal").unwrap();
+        let mut bytes = Vec::new();
+        if with_header {
+            bytes.extend_from_slice(super::core::MAGIC);
+            bytes.extend_from_slice(&super::core::WAL_VERSION.to_le_bytes());
+            bytes.extend_from_slice(&[0; 4]);
+        }
+        bytes.extend_from_slice(&body);
+        f.write_at(&bytes, 0).unwrap();
+        f.sync_data().unwrap();
+        disk.sync().unwrap();
+        if let Ok((mut core, _, _)) = Core::open(disk.clone(), SEGMENT) {
+            // And the log it recovered takes new records.
+            core.write(&[Encoded::entry(&entry(9, 1_000, 1)).unwrap()]).unwrap();
+            core.sync().unwrap();
+        }
+    }
+}
