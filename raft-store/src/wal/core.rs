@@ -224,9 +224,10 @@ impl<'f, F: WalFile> Reader<'f, F> {
                 if self.buf.len() < size {
                     self.buf.resize(size, 0);
                 }
-                let n = self
-                    .file
-                    .read_at(&mut self.buf[self.filled..size], offset + self.filled as u64)?;
+                let n = self.file.read_at(
+                    &mut self.buf[self.filled..size],
+                    offset + self.filled as u64,
+                )?;
                 self.filled += n;
                 if self.filled >= len || self.filled < size {
                     break;
