@@ -53,6 +53,16 @@ enum Refused {
     Expired,
 }
 
+/// A live session's TTL in the applied state.
+fn session_ttl(
+    machine: &raftlock_store::machine::LeaseMachine,
+    session: SessionId,
+) -> Option<Duration> {
+    machine
+        .session(session)
+        .map(|s| Duration::from_millis(s.ttl_ms))
+}
+
 impl Deadlines {
     /// Applies a keep-alive received at `received` to `session`, `now`
     /// being the moment of the call. A deadline only ever grows: a renewal
@@ -130,14 +140,7 @@ impl LeaseDriver {
                 session,
             ))
         };
-        let ttl_of = |session| {
-            let state = self.node.state.read();
-            state
-                .machine
-                .session(session)
-                .map(|s| Duration::from_millis(s.ttl_ms))
-        };
-        if ttl_of(session).is_none() {
+        if session_ttl(&self.node.state.read().machine, session).is_none() {
             // A new leader may not have applied the entry that created
             // the session yet; "not found" ends the client's session
             // for good, so say it only once this node has caught up.
@@ -148,10 +151,7 @@ impl LeaseDriver {
             // first, as everywhere), so an expiry cannot be applied between
             // the check and the update.
             let state = self.node.state.read();
-            let ttl = state
-                .machine
-                .session(session)
-                .map(|s| Duration::from_millis(s.ttl_ms));
+            let ttl = session_ttl(&state.machine, session);
             let mut d = self.lock();
             let res = d.renew(
                 session,
@@ -176,10 +176,7 @@ impl LeaseDriver {
         // The acknowledgement promises the session lives: check again after
         // the wait, in which an expiry could have been decided and applied.
         let state = self.node.state.read();
-        let ttl = state
-            .machine
-            .session(session)
-            .map(|s| Duration::from_millis(s.ttl_ms));
+        let ttl = session_ttl(&state.machine, session);
         let d = self.lock();
         #[cfg(feature = "planted-bugs")]
         if planted(Bug::LateKeepAlive) && d.term.is_some() {
