@@ -172,6 +172,14 @@ impl LeaseMachine {
                         None => Err(self.finished_answer(*session, *request_id)),
                     }
                 }
+                // Kept without its holders (see below): name today's.
+                Ok(Reply::Busy { .. }) => Ok(Reply::Busy {
+                    holders: self
+                        .locks
+                        .get(name)
+                        .map(|l| l.holders.clone())
+                        .unwrap_or_default(),
+                }),
                 first => first,
             };
         }
@@ -189,7 +197,13 @@ impl LeaseMachine {
                 seq,
                 Recorded {
                     request_id,
-                    first: first.clone(),
+                    // A busy answer's holders (and their metadata) would
+                    // let one client's unacknowledged try-locks pin
+                    // megabytes in every replica's state: keep the verdict.
+                    first: match &first {
+                        Ok(Reply::Busy { .. }) => Ok(Reply::Busy { holders: vec![] }),
+                        other => other.clone(),
+                    },
                 },
             );
         }
