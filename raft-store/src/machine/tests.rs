@@ -606,6 +606,11 @@ mod exactly_once {
             log.apply(try_lock.clone()).reply,
             Ok(Reply::Busy { .. })
         ));
+        // Kept as a verdict, without the holders and their metadata.
+        assert_eq!(
+            log.m.once[&a].answers[&1].first,
+            Ok(Reply::Busy { holders: vec![] })
+        );
         release(&mut log, b, "l", held.token);
         // Not yet acknowledged (the answer may have been lost): the retry
         // gets the first answer, not a grant the caller has given up on.
