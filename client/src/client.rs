@@ -162,6 +162,18 @@ pub struct Options {
     /// costs the client and the leader less CPU per call when many are in
     /// flight. A node without the method gets unary calls.
     pub pipeline: bool,
+    /// The local IP address outgoing connections are bound to (`None`: the
+    /// kernel picks one). For hosts with several addresses, where a
+    /// firewall or a node's per-source rules must see one of them.
+    ///
+    /// ```
+    /// let options = raftlock_client::Options {
+    ///     local_address: Some("127.0.0.1".parse().unwrap()),
+    ///     ..Default::default()
+    /// };
+    /// assert!(options.local_address.is_some());
+    /// ```
+    pub local_address: Option<std::net::IpAddr>,
 }
 
 impl std::fmt::Debug for Options {
@@ -174,6 +186,7 @@ impl std::fmt::Debug for Options {
             .field("tls", &self.tls)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("pipeline", &self.pipeline)
+            .field("local_address", &self.local_address)
             .finish()
     }
 }
@@ -188,6 +201,7 @@ impl Default for Options {
             tls: None,
             token: None,
             pipeline: true,
+            local_address: None,
         }
     }
 }
@@ -236,7 +250,8 @@ fn endpoint(addr: &str, options: &Options) -> Result<Endpoint, Error> {
         "http"
     };
     let e = Endpoint::from_shared(format!("{scheme}://{addr}"))
-        .map_err(|err| Error::BadEndpoint(addr.to_owned(), err.to_string()))?;
+        .map_err(|err| Error::BadEndpoint(addr.to_owned(), err.to_string()))?
+        .local_address(options.local_address);
     match &options.tls {
         Some(tls) => e
             .tls_config(tls.config())

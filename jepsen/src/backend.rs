@@ -26,6 +26,8 @@ pub trait Backend: Send + Sync + 'static {
     async fn frozen_session(&self, ttl: Duration) -> Result<Box<dyn Session>, OpError>;
     /// Tokens of `name`'s current holders (a linearizable read).
     async fn holders(&self, name: &str) -> Result<Vec<u64>, OpError>;
+    /// Whether `token` belongs to a current holder of `name` (`Validate`).
+    async fn validate(&self, name: &str, token: u64) -> Result<bool, OpError>;
 }
 
 /// A session of a [`Backend`].
@@ -62,6 +64,18 @@ pub trait Session: Send + Sync {
     async fn resign(&self, name: &str, token: u64) -> Result<(), OpError>;
     /// Ends the session.
     async fn close(&self);
+    /// Resolves when the client library reports the session lost (never,
+    /// for sessions without a library behind them).
+    async fn lost(&self) {
+        std::future::pending::<()>().await
+    }
+    /// One keep-alive sent by hand, outside any library: `Ok` = the server
+    /// said the session lives.
+    async fn keep_alive(&self) -> Result<(), OpError> {
+        Err(OpError::Fail(
+            "this session is kept alive by its library".into(),
+        ))
+    }
 }
 
 fn classify(e: Error) -> OpError {
@@ -87,8 +101,17 @@ pub struct Real {
 impl Real {
     /// Connects to `endpoints`.
     pub async fn connect(endpoints: Vec<String>) -> anyhow::Result<Real> {
+        Real::connect_from(endpoints, None).await
+    }
+
+    /// Connects to `endpoints` from the local address `local`.
+    pub async fn connect_from(
+        endpoints: Vec<String>,
+        local: Option<std::net::IpAddr>,
+    ) -> anyhow::Result<Real> {
         let options = raftlock_client::Options {
             deadline: Duration::from_secs(5),
+            local_address: local,
             ..Default::default()
         };
         let client = Client::connect_with(&endpoints, options).await?;
@@ -114,6 +137,11 @@ impl Backend for Real {
     async fn holders(&self, name: &str) -> Result<Vec<u64>, OpError> {
         let d = self.client.describe(name).await.map_err(classify)?;
         Ok(d.holders.iter().map(|h| h.token).collect())
+    }
+
+    async fn validate(&self, name: &str, token: u64) -> Result<bool, OpError> {
+        let v = self.client.validate(name, token).await.map_err(classify)?;
+        Ok(v.valid)
     }
 }
 
@@ -254,6 +282,10 @@ impl Session for RealSession {
         let _ = self.session.close().await;
         drop(guards);
         drop(leaderships);
+    }
+
+    async fn lost(&self) {
+        self.session.lost().await;
     }
 }
 
@@ -408,6 +440,31 @@ impl Session for Frozen {
     }
 
     async fn close(&self) {}
+
+    async fn keep_alive(&self) -> Result<(), OpError> {
+        let id = self.id;
+        let gone = raw_call(&self.endpoints, |ch| async move {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            let _ = tx.send(pb::KeepAliveRequest {
+                session_id: id,
+                shared: true,
+            });
+            let mut inbound = pb::session_client::SessionClient::new(ch)
+                .keep_alive(tokio_stream::wrappers::UnboundedReceiverStream::new(rx))
+                .await?
+                .into_inner();
+            match inbound.message().await? {
+                Some(r) => Ok(r.gone),
+                None => Err(tonic::Status::unavailable("keep-alive stream ended")),
+            }
+        })
+        .await?;
+        if gone {
+            Err(OpError::Fail(format!("session {id} is gone")))
+        } else {
+            Ok(())
+        }
+    }
 }
 
 fn uuid_bytes() -> Vec<u8> {
@@ -506,6 +563,10 @@ impl Backend for Fake {
 
     async fn frozen_session(&self, ttl: Duration) -> Result<Box<dyn Session>, OpError> {
         self.make(ttl, true)
+    }
+
+    async fn validate(&self, name: &str, token: u64) -> Result<bool, OpError> {
+        Ok(self.holders(name).await?.contains(&token))
     }
 
     async fn holders(&self, name: &str) -> Result<Vec<u64>, OpError> {

@@ -24,6 +24,8 @@ pub struct Node {
     log: PathBuf,
     child: Option<Child>,
     paused: bool,
+    /// The rate its clock runs at, when started under libfaketime.
+    skew: Option<f64>,
     /// In docker mode: the container (running or stopped).
     container: Option<String>,
     running: bool,
@@ -89,6 +91,7 @@ impl Cluster {
                 log: dir.join(format!("n{id}.log")),
                 child: None,
                 paused: false,
+                skew: None,
                 container: None,
                 running: false,
             });
@@ -125,6 +128,7 @@ impl Cluster {
                 log: dir.join(format!("n{id}.log")),
                 child: None,
                 paused: false,
+                skew: None,
                 container: Some(format!("{tag}-n{id}")),
                 running: false,
             });
@@ -222,7 +226,15 @@ impl Cluster {
             .create(true)
             .append(true)
             .open(&n.log)?;
-        let child = Command::new(&binary)
+        let mut cmd = Command::new(&binary);
+        if let Some(rate) = n.skew {
+            // Every clock the process reads (monotonic and wall) runs at
+            // `rate` times real time from its start.
+            cmd.env("LD_PRELOAD", faketime_library()?)
+                .env("FAKETIME", format!("+0 x{rate}"))
+                .env("FAKETIME_DONT_RESET", "1");
+        }
+        let child = cmd
             .args(["--id", &id.to_string()])
             .arg("--data-dir")
             .arg(&n.data_dir)
@@ -290,11 +302,28 @@ impl Cluster {
         self.node(id).paused = false;
     }
 
-    /// Brings every node back: resumes paused ones, restarts dead ones.
+    /// Restarts node `id` (a `kill -9` first) with its clock running at
+    /// `rate` times real time, under libfaketime.
+    pub fn restart_skewed(&mut self, id: u64, rate: f64) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.node(id).container.is_none(),
+            "clock skew needs process nodes (libfaketime on the host)"
+        );
+        faketime_library()?;
+        self.kill(id);
+        self.node(id).skew = Some(rate);
+        self.start_node(id)
+    }
+
+    /// Brings every node back: resumes paused ones, restarts dead ones, and
+    /// restarts skewed ones on the real clock.
     pub fn heal_processes(&mut self) -> anyhow::Result<()> {
         for id in 1..=self.nodes.len() as u64 {
             if self.node(id).paused {
                 self.resume(id);
+            }
+            if self.node(id).skew.take().is_some() {
+                self.kill(id);
             }
             let n = self.node(id);
             if (n.container.is_some() && !n.running) || (n.container.is_none() && n.child.is_none())
@@ -345,6 +374,30 @@ impl Cluster {
     pub fn log_of(&self, id: u64) -> &Path {
         &self.nodes[(id - 1) as usize].log
     }
+}
+
+/// libfaketime's multi-threaded library (Debian's `libfaketime`), or
+/// `RAFTLOCK_JEPSEN_FAKETIME`.
+fn faketime_library() -> anyhow::Result<PathBuf> {
+    let candidates = std::env::var_os("RAFTLOCK_JEPSEN_FAKETIME")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(
+            [
+                "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+                "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
+                "/usr/lib/faketime/libfaketimeMT.so.1",
+            ]
+            .map(PathBuf::from),
+        );
+    for c in candidates {
+        if c.exists() {
+            return Ok(c);
+        }
+    }
+    anyhow::bail!(
+        "libfaketime not found (apt-get install libfaketime, or set RAFTLOCK_JEPSEN_FAKETIME)"
+    )
 }
 
 async fn status(addr: &str) -> anyhow::Result<raftlock_proto::v1::StatusResponse> {

@@ -52,6 +52,19 @@ pub enum F {
     /// `lock` (`value` = `{"holders": [tokens], "max_token": n}`), and then
     /// a fresh acquire whose token must exceed every token ever granted.
     FinalRead,
+    /// A holder of `lock` (with `token`) asked its client library whether
+    /// its lease still holds, as code inside a critical section does before
+    /// acting: `ok` = the library said valid (`valid_until_ns` its deadline),
+    /// so the holder acts up to this moment; `fail` = the library reported
+    /// the session lost (`lost()` fired or `is_valid()` turned false).
+    Act,
+    /// `Validate(lock, token)` by the holder of `token`: `ok` with
+    /// `value` = `{"valid": bool}`.
+    Validate,
+    /// One keep-alive of `session`, sent outside the client library (by a
+    /// holder that stopped renewing): `ok` = the server said the session
+    /// lives, `fail` = it said it is gone.
+    KeepAlive,
 }
 
 /// One record of the history.

@@ -8,6 +8,7 @@
 
 pub mod backend;
 pub mod checker;
+pub mod clients;
 pub mod cluster;
 pub mod history;
 pub mod nemesis;

@@ -86,6 +86,30 @@ enum Command {
         /// The history file.
         history: PathBuf,
     },
+    /// One client process of a run (started by the harness for the client
+    /// nemesis): runs workers through the real client library and prints
+    /// every op as a JSON line on the harness's clock, until SIGTERM.
+    #[command(hide = true)]
+    Worker {
+        /// Client endpoints, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        endpoints: Vec<String>,
+        /// Workload.
+        #[arg(long, value_enum)]
+        workload: workload::Kind,
+        /// Random seed.
+        #[arg(long)]
+        seed: u64,
+        /// The harness's start on CLOCK_MONOTONIC, in ns.
+        #[arg(long)]
+        clock_base: u64,
+        /// The first process id this worker may use.
+        #[arg(long)]
+        first_process: u64,
+        /// The local IP its connections come from.
+        #[arg(long)]
+        local_address: Option<std::net::IpAddr>,
+    },
     /// A workload against the in-memory fake with a planted fault: shows
     /// the checkers catch it.
     Fake {
@@ -274,6 +298,25 @@ async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
                 checks: serde_json::to_value(&results)?,
             });
         }
+        Command::Worker {
+            endpoints,
+            workload,
+            seed,
+            clock_base,
+            first_process,
+            local_address,
+        } => {
+            worker(
+                endpoints.clone(),
+                *workload,
+                *seed,
+                *clock_base,
+                *first_process,
+                *local_address,
+            )
+            .await?;
+            std::process::exit(0);
+        }
         Command::Fake {
             fault,
             workload,
@@ -285,4 +328,34 @@ async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
         }
     }
     Ok(outcomes)
+}
+
+/// The client process behind `raftlock-jepsen worker`.
+async fn worker(
+    endpoints: Vec<String>,
+    kind: workload::Kind,
+    seed: u64,
+    clock_base: u64,
+    first_process: u64,
+    local_address: Option<std::net::IpAddr>,
+) -> anyhow::Result<()> {
+    use std::sync::Arc;
+    let backend: Arc<dyn raftlock_jepsen::backend::Backend> =
+        Arc::new(raftlock_jepsen::backend::Real::connect_from(endpoints, local_address).await?);
+    let rec = workload::Recorder::child(clock_base, first_process, Box::new(std::io::stdout()));
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let work = tokio::spawn(workload::run(
+        backend,
+        rec,
+        kind,
+        1,
+        seed,
+        run::CLIENT_PROCESS_LONG_HOLDS,
+        stop_rx,
+    ));
+    term.recv().await;
+    let _ = stop_tx.send(true);
+    let _ = work.await;
+    Ok(())
 }

@@ -126,6 +126,20 @@ impl Net {
         }
     }
 
+    /// Drops traffic between the addresses `a` and `b` (both directions),
+    /// on top of the cuts already made: a client process's link to a node.
+    pub fn cut_ips(&self, a: &str, b: &str) -> anyhow::Result<()> {
+        match self {
+            Net::Host(h) => {
+                iptables(&["-A", &h.chain, "-s", a, "-d", b, "-j", "DROP"])?;
+                iptables(&["-A", &h.chain, "-s", b, "-d", a, "-j", "DROP"])
+            }
+            Net::Docker(_) => {
+                anyhow::bail!("client links are cut only on process clusters")
+            }
+        }
+    }
+
     /// Removes every cut.
     pub fn heal(&self) -> anyhow::Result<()> {
         match self {

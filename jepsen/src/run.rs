@@ -4,6 +4,7 @@
 
 use crate::backend::{Backend, Fake, Fault, Real};
 use crate::checker;
+use crate::clients::ClientProcs;
 use crate::cluster::Cluster;
 use crate::history::Op;
 use crate::nemesis::{self, Nemesis};
@@ -15,6 +16,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
+
+/// The share of the harness's own workers' grants held past the TTL (the
+/// rest are held for milliseconds, for throughput).
+pub const IN_PROCESS_LONG_HOLDS: f64 = 0.1;
+/// The same for workers in client processes, which the client nemesis
+/// pauses and cuts off while they hold.
+pub const CLIENT_PROCESS_LONG_HOLDS: f64 = 0.7;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -72,7 +80,16 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
         None => Cluster::start(&cfg.raftlockd, cfg.nodes, &cluster_dir).await?,
     };
     let endpoints = cluster.endpoints();
-    let needs_net = matches!(cfg.nemesis, nemesis::Kind::Partition | nemesis::Kind::Chaos);
+    let needs_net = matches!(
+        cfg.nemesis,
+        nemesis::Kind::Partition | nemesis::Kind::Chaos | nemesis::Kind::Client
+    );
+    if cluster.is_docker() && matches!(cfg.nemesis, nemesis::Kind::Client | nemesis::Kind::Clock) {
+        anyhow::bail!(
+            "the {:?} nemesis needs process nodes, not containers",
+            cfg.nemesis
+        );
+    }
     let (net, net_mode) = if needs_net {
         let net = if cluster.is_docker() {
             let names = (1..=cfg.nodes)
@@ -101,8 +118,22 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
     let admin = raftlock_client::Client::connect(&endpoints).await?;
     let members = admin.status().await?.members;
     let rec = Recorder::new();
+    // The client nemesis needs clients it can stop and cut off: half the
+    // workers run in processes of their own.
+    let (in_process, clients) = if cfg.nemesis == nemesis::Kind::Client {
+        let n = (cfg.concurrency / 2).max(1);
+        let exe = std::env::current_exe().context("cannot locate raftlock-jepsen")?;
+        let procs = ClientProcs::start(&exe, n, &endpoints, cfg.workload, cfg.seed, &rec, &dir)?;
+        (
+            cfg.concurrency.saturating_sub(n),
+            Some(Arc::new(tokio::sync::Mutex::new(procs))),
+        )
+    } else {
+        (cfg.concurrency, None)
+    };
     let windows = Arc::new(Mutex::new(Vec::new()));
     let nem = Arc::new(Nemesis {
+        clients: clients.clone(),
         cluster: Arc::new(tokio::sync::Mutex::new(cluster)),
         net,
         admin,
@@ -116,8 +147,9 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
         backend.clone(),
         rec.clone(),
         cfg.workload,
-        cfg.concurrency,
+        in_process,
         cfg.seed,
+        IN_PROCESS_LONG_HOLDS,
         stop_rx.clone(),
     ));
     let faults = tokio::spawn({
@@ -134,6 +166,9 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
         .is_err()
     {
         tracing::warn!("workers did not stop within 60 s");
+    }
+    if let Some(c) = &clients {
+        c.lock().await.stop().await;
     }
 
     // Durability: the whole cluster dies at once and comes back from disk.
@@ -201,6 +236,7 @@ pub async fn run_fake(
         workload,
         concurrency,
         seed,
+        IN_PROCESS_LONG_HOLDS,
         stop_rx,
     ));
     tokio::time::sleep(time).await;

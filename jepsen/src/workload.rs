@@ -9,6 +9,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 use std::collections::HashMap;
+use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -51,12 +52,30 @@ pub const TTL: Duration = Duration::from_secs(3);
 /// TTL of a frozen holder in the fenced workload (it freezes longer).
 const FROZEN_TTL: Duration = Duration::from_secs(2);
 
-/// Records the history on one monotonic clock.
+/// Records the history on one monotonic clock: `CLOCK_MONOTONIC`, counted
+/// from the run's start, so ops recorded by the harness's client processes
+/// (see [`Recorder::child`]) fall on the same time line as its own.
 pub struct Recorder {
     start: Instant,
+    base_ns: u64,
     ops: Mutex<Vec<Op>>,
     next_process: AtomicU64,
+    /// In a client process: each op is written here as a JSON line for the
+    /// harness to read, not kept.
+    sink: Option<Mutex<Box<dyn std::io::Write + Send>>>,
 }
+
+/// `CLOCK_MONOTONIC` now, in ns: the clock `Instant` reads on Linux, and the
+/// same for every process of the machine.
+pub fn monotonic_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+        .unwrap_or(0)
+}
+
+/// How many processes one client process may number: process ids of client
+/// process `k` start at `(k + 1) * PROCESS_SPAN`.
+pub const PROCESS_SPAN: u64 = 1_000_000;
 
 /// The fields of an op besides its type, time and index.
 #[derive(Clone)]
@@ -80,11 +99,46 @@ pub struct OpSpec {
 impl Recorder {
     /// A recorder whose clock starts now.
     pub fn new() -> Arc<Recorder> {
+        let start = Instant::now();
         Arc::new(Recorder {
-            start: Instant::now(),
+            start,
+            base_ns: monotonic_ns(),
             ops: Mutex::new(Vec::new()),
             next_process: AtomicU64::new(0),
+            sink: None,
         })
+    }
+
+    /// In a client process started by the harness: the harness's clock
+    /// (its start at `base_ns` on `CLOCK_MONOTONIC`), process ids from
+    /// `first_process`, and every op written to `sink` as a JSON line.
+    pub fn child(
+        base_ns: u64,
+        first_process: u64,
+        sink: Box<dyn std::io::Write + Send>,
+    ) -> Arc<Recorder> {
+        let now = Instant::now();
+        let since = Duration::from_nanos(monotonic_ns().saturating_sub(base_ns));
+        Arc::new(Recorder {
+            start: now.checked_sub(since).unwrap_or(now),
+            base_ns,
+            ops: Mutex::new(Vec::new()),
+            next_process: AtomicU64::new(first_process),
+            sink: Some(Mutex::new(sink)),
+        })
+    }
+
+    /// The run's start on `CLOCK_MONOTONIC`, for [`Recorder::child`].
+    pub fn base_ns(&self) -> u64 {
+        self.base_ns
+    }
+
+    /// Takes in an op a client process recorded (its time already on this
+    /// clock).
+    pub fn insert(&self, mut op: Op) {
+        let mut ops = self.ops.lock().unwrap_or_else(|p| p.into_inner());
+        op.index = ops.len();
+        ops.push(op);
     }
 
     /// Nanoseconds since the start, for `t`.
@@ -102,13 +156,17 @@ impl Recorder {
         self.next_process.fetch_add(1, Ordering::SeqCst)
     }
 
-    /// Records one op of `kind`.
+    /// Records one op of `kind`, now.
     pub fn record(&self, kind: Type, spec: &OpSpec, error: Option<String>) {
+        self.record_at(kind, spec, error, Instant::now());
+    }
+
+    /// Records one op of `kind` that happened at `at`.
+    pub fn record_at(&self, kind: Type, spec: &OpSpec, error: Option<String>, at: Instant) {
         let mut ops = self.ops.lock().unwrap_or_else(|p| p.into_inner());
-        let index = ops.len();
-        ops.push(Op {
-            index,
-            time_ns: self.now_ns(),
+        let op = Op {
+            index: ops.len(),
+            time_ns: self.ns(at),
             process: spec.process,
             kind,
             f: spec.f,
@@ -118,12 +176,28 @@ impl Recorder {
             valid_until_ns: spec.valid_until.map(|t| self.ns(t)),
             value: spec.value.clone(),
             error,
-        });
+        };
+        if let Some(sink) = &self.sink {
+            drop(ops);
+            let mut w = sink.lock().unwrap_or_else(|p| p.into_inner());
+            // The harness reads whole lines; a write error means it is gone.
+            if let Ok(line) = serde_json::to_string(&op) {
+                let _ = writeln!(w, "{line}").and_then(|_| w.flush());
+            }
+            return;
+        }
+        ops.push(op);
     }
 
-    /// The history so far.
+    /// The history so far, in time order (ops of client processes arrive
+    /// late); each process's ops keep their order.
     pub fn history(&self) -> Vec<Op> {
-        self.ops.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let mut h = self.ops.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        h.sort_by_key(|o| o.time_ns);
+        for (i, o) in h.iter_mut().enumerate() {
+            o.index = i;
+        }
+        h
     }
 }
 
@@ -199,6 +273,9 @@ struct Worker {
     process: u64,
     session: Option<Box<dyn Session>>,
     seq: u64,
+    /// The share of grants held long (past the TTL, checking the lease as
+    /// they go) rather than for a few milliseconds.
+    long_holds: f64,
 }
 
 impl Worker {
@@ -266,6 +343,14 @@ impl Worker {
         let names = self.kind.names();
         let name = names[self.rng.gen_range(0..names.len())].clone();
         let hold = Duration::from_millis(self.rng.gen_range(10..120));
+        // Long enough that keep-alives, not luck, carry the lease through
+        // the faults of the round.
+        let long_hold = self.rng.gen_bool(self.long_holds).then(|| {
+            Duration::from_millis(
+                self.rng
+                    .gen_range(TTL.as_millis() as u64 / 2..TTL.as_millis() as u64 * 3),
+            )
+        });
         if self.kind == Kind::Fenced && self.rng.gen_bool(0.08) {
             self.frozen_holder(&name).await;
             return;
@@ -334,7 +419,10 @@ impl Worker {
             _ => {}
         }
         if !retire {
-            tokio::time::sleep(hold).await;
+            match long_hold {
+                Some(d) => self.hold_long(s, &name, token, d).await,
+                None => tokio::time::sleep(hold).await,
+            }
             let mut r = self.spec(release_f, &name, sid);
             r.token = Some(token);
             r.valid_until = Some(s.lease_deadline());
@@ -348,6 +436,59 @@ impl Worker {
         }
         if retire {
             self.retire().await;
+        }
+    }
+
+    /// Holds the grant `token` of `name` for `d` as code in a critical
+    /// section should: asks the client library every 100 ms whether the
+    /// lease still holds before acting (an `act` op, dated before the
+    /// question, so a pause between question and record can only shorten
+    /// the recorded hold), calls `Validate` now and then, and stops at once
+    /// when the library reports the session lost.
+    async fn hold_long(&self, s: &dyn Session, name: &str, token: u64, d: Duration) {
+        let end = Instant::now() + d;
+        let mut round = 0u32;
+        let mut lost = std::pin::pin!(s.lost());
+        while Instant::now() < end {
+            tokio::select! {
+                _ = &mut lost => {
+                    let mut a = self.spec(F::Act, name, s.id());
+                    a.token = Some(token);
+                    a.valid_until = Some(s.lease_deadline());
+                    self.rec.record(Type::Invoke, &a, None);
+                    self.rec.record(Type::Fail, &a, Some("lost() fired".into()));
+                    return;
+                }
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+            let asked = Instant::now();
+            let valid = s.valid_until();
+            let mut a = self.spec(F::Act, name, s.id());
+            a.token = Some(token);
+            a.valid_until = Some(valid.unwrap_or_else(|| s.lease_deadline()));
+            self.rec.record_at(Type::Invoke, &a, None, asked);
+            if valid.is_none() {
+                self.rec
+                    .record_at(Type::Fail, &a, Some("is_valid() is false".into()), asked);
+                return;
+            }
+            self.rec.record_at(Type::Ok, &a, None, asked);
+            round += 1;
+            if round.is_multiple_of(5) {
+                let mut v = self.spec(F::Validate, name, s.id());
+                v.token = Some(token);
+                v.valid_until = Some(s.lease_deadline());
+                self.rec.record(Type::Invoke, &v, None);
+                match self.backend.validate(name, token).await {
+                    Ok(valid) => {
+                        v.value = Some(json!({ "valid": valid }));
+                        self.rec.record(Type::Ok, &v, None);
+                    }
+                    // A read changes nothing: its process goes on.
+                    Err(OpError::Fail(e)) => self.rec.record(Type::Fail, &v, Some(e)),
+                    Err(OpError::Unknown(e)) => self.rec.record(Type::Info, &v, Some(e)),
+                }
+            }
         }
     }
 
@@ -376,6 +517,17 @@ impl Worker {
         // The deadline a client would have computed; it passes while frozen.
         let deadline = frozen.lease_deadline();
         tokio::time::sleep(FROZEN_TTL + Duration::from_secs(1)).await;
+        // On waking, a renewal sent by hand: the server must not call a
+        // session alive whose lock it may already have handed on.
+        let mut k = self.spec(F::KeepAlive, name, sid);
+        k.token = Some(token);
+        k.valid_until = Some(deadline);
+        self.rec.record(Type::Invoke, &k, None);
+        match frozen.keep_alive().await {
+            Ok(()) => self.rec.record(Type::Ok, &k, None),
+            Err(OpError::Fail(e)) => self.rec.record(Type::Fail, &k, Some(e)),
+            Err(OpError::Unknown(e)) => self.rec.record(Type::Info, &k, Some(e)),
+        }
         self.seq += 1;
         let mut w = self.spec(F::Write, name, sid);
         w.token = Some(token);
@@ -412,6 +564,7 @@ pub async fn run(
     kind: Kind,
     concurrency: usize,
     seed: u64,
+    long_holds: f64,
     stop: watch::Receiver<bool>,
 ) {
     let registers = Arc::new(Registers::default());
@@ -426,6 +579,7 @@ pub async fn run(
             process: rec.process(),
             session: None,
             seq: 0,
+            long_holds,
         };
         let stop = stop.clone();
         tasks.push(tokio::spawn(async move {

@@ -5,7 +5,11 @@
 //! holder's *hold* runs from its acquire's `ok` until it invokes the
 //! release, and never past the lease deadline the client recorded with
 //! its later ops (`valid_until_ns`): a correct client stops acting there,
-//! and a correct server never lets the lease go before it.
+//! and a correct server never lets the lease go before it. A holder that
+//! asked its client library and was told its lease still held (an `act`
+//! op) did act then, whatever deadline it recorded: a library that says
+//! "valid" too late shows up as an overlap, as a server that grants too
+//! early does.
 
 mod linearizable;
 
@@ -116,6 +120,7 @@ pub fn check_all_with(history: &[Op], min_ok_ops: usize) -> Vec<CheckResult> {
         exclusion("mutual_exclusion", &holds, F::Acquire),
         exclusion("election", &holds, F::Campaign),
         semaphore(&holds),
+        lease(history, &holds),
         durability(history),
     ]
 }
@@ -176,6 +181,9 @@ pub(crate) struct Hold {
     pub(crate) release_done: Option<u64>,
     /// When its process closed the session, if it did before releasing.
     pub(crate) closed_at: Option<u64>,
+    /// The last moment its client library told it the lease held (`act`
+    /// ok), if it asked.
+    pub(crate) last_act: Option<u64>,
 }
 
 /// Every acknowledged grant of every kind.
@@ -229,6 +237,7 @@ impl From<&[Op]> for Holds {
                     release: None,
                     release_done: None,
                     closed_at: None,
+                    last_act: None,
                 };
                 // Later ops of the same process on this grant: writes and
                 // proclaims carry lease deadlines; the release ends it.
@@ -250,6 +259,9 @@ impl From<&[Op]> for Holds {
                         // moved it forward since the earlier ones.
                         hold.lease_deadline = Some(v);
                     }
+                    if q.invoke.f == F::Act && q.kind() == Type::Ok {
+                        hold.last_act = Some(q.invoke.time_ns);
+                    }
                     if q.invoke.f == release_f {
                         hold.end = q.invoke.time_ns;
                         hold.ended_by = Some(q.invoke.clone());
@@ -260,6 +272,10 @@ impl From<&[Op]> for Holds {
                 }
                 if let Some(d) = hold.lease_deadline {
                     hold.end = hold.end.min(d.max(hold.start));
+                }
+                if let Some(a) = hold.last_act {
+                    // It acted then, whatever its deadline said.
+                    hold.end = hold.end.max(a);
                 }
                 holds.push(hold);
             }
@@ -442,67 +458,166 @@ fn fencing(history: &[Op]) -> CheckResult {
             }
         }
     }
-    // The register: accepted writes never go back in token order, and an
-    // accepted token was granted for that name.
-    let writes: Vec<Pair> = ps
-        .iter()
-        .copied()
-        .filter(|p| p.invoke.f == F::Write && p.kind() == Type::Ok)
-        .collect();
-    let mut highest: HashMap<&str, &Pair> = HashMap::new();
+    // The register keeps the highest token it has accepted and refuses
+    // lower ones, as a fenced resource does. Its refusals are what can go
+    // wrong: a write refused while its writer's lease still held means a
+    // later token reached the register while an earlier grant was live,
+    // i.e. two holders at once, seen from the resource's side. And it must
+    // never accept a token the cluster did not grant.
     let mut accepted = 0;
     let mut refused_stale = 0;
     for w in ps.iter().filter(|p| p.invoke.f == F::Write) {
-        if w.kind() == Type::Fail {
-            refused_stale += 1;
-        }
-    }
-    let mut sorted = writes.clone();
-    sorted.sort_by_key(|p| p.done.map(|d| d.time_ns).unwrap_or(0));
-    for w in &sorted {
-        accepted += 1;
         let t = w.invoke.token.unwrap_or(0);
-        let granted = by_lock
-            .get(w.invoke.lock.as_str())
-            .is_some_and(|gs| gs.iter().any(|g| token(g) == t));
-        if !granted {
-            return CheckResult::invalid(
-                NAME,
-                format!(
-                    "{}: the register accepted token {t}, which was never granted",
-                    w.invoke.lock
-                ),
-                std::iter::once(w.invoke.clone())
-                    .chain(w.done.cloned())
-                    .collect(),
-            );
-        }
-        if let Some(prev) = highest.get(w.invoke.lock.as_str()) {
-            if prev.invoke.token.unwrap_or(0) > t {
-                return CheckResult::invalid(
-                    NAME,
-                    format!(
-                        "{}: the register accepted token {t} after token {}",
-                        w.invoke.lock,
-                        prev.invoke.token.unwrap_or(0)
-                    ),
-                    ops(prev, w),
-                );
+        let one = || -> Vec<Op> {
+            std::iter::once(w.invoke.clone())
+                .chain(w.done.cloned())
+                .collect()
+        };
+        match w.kind() {
+            Type::Ok => {
+                accepted += 1;
+                let granted = by_lock
+                    .get(w.invoke.lock.as_str())
+                    .is_some_and(|gs| gs.iter().any(|g| token(g) == t));
+                if !granted {
+                    return CheckResult::invalid(
+                        NAME,
+                        format!(
+                            "{}: the register accepted token {t}, which was never granted",
+                            w.invoke.lock
+                        ),
+                        one(),
+                    );
+                }
             }
+            Type::Fail => {
+                refused_stale += 1;
+                let done = w.done.map(|d| d.time_ns).unwrap_or(u64::MAX);
+                if w.invoke.valid_until_ns.is_some_and(|v| v > done) {
+                    return CheckResult::invalid(
+                        NAME,
+                        format!(
+                            "{}: the register refused token {t} at {:.3}s as stale, while its holder's lease held until {:.3}s: a later token was granted during that lease",
+                            w.invoke.lock,
+                            done as f64 / 1e9,
+                            w.invoke.valid_until_ns.unwrap_or(0) as f64 / 1e9
+                        ),
+                        one(),
+                    );
+                }
+            }
+            _ => {}
         }
-        highest.insert(&w.invoke.lock, w);
     }
     CheckResult::new(
         NAME,
         Verdict::Valid,
         format!(
-            "{} exclusive grants: tokens unique and ordered; register accepted {accepted} writes in token order, refused {refused_stale} stale",
+            "{} exclusive grants: tokens unique and ordered; register accepted {accepted} writes, refused {refused_stale}, none while its writer's lease held",
             grants.len()
         ),
     )
     .with_stats(serde_json::json!({
         "grants": grants.len(), "writes_accepted": accepted, "writes_refused": refused_stale
     }))
+}
+
+/// What the server promised about a lease, checked against the grants:
+/// a `Validate` that called a token stale before its holder's lease could
+/// have ended, or a keep-alive acknowledged for a session whose exclusive
+/// lock had already been granted to someone else (the session was gone,
+/// so "alive" was a lie a client would act on).
+fn lease(history: &[Op], holds: &Holds) -> CheckResult {
+    const NAME: &str = "lease";
+    let ps = pairs(history);
+    let mut validates = 0;
+    let mut keepalives = 0;
+    for p in &ps {
+        match p.invoke.f {
+            F::Validate => {
+                let Some(done) = p.done.filter(|d| d.kind == Type::Ok) else {
+                    continue;
+                };
+                validates += 1;
+                let valid = done
+                    .value
+                    .as_ref()
+                    .and_then(|v| v.get("valid"))
+                    .and_then(|v| v.as_bool())
+                    .unwrap_or(true);
+                if !valid && p.invoke.valid_until_ns.is_some_and(|v| v > done.time_ns) {
+                    return CheckResult::invalid(
+                        NAME,
+                        format!(
+                            "{}: Validate called token {} stale at {:.3}s, while its holder's lease held until {:.3}s",
+                            p.invoke.lock,
+                            p.invoke.token.unwrap_or(0),
+                            done.time_ns as f64 / 1e9,
+                            p.invoke.valid_until_ns.unwrap_or(0) as f64 / 1e9
+                        ),
+                        vec![p.invoke.clone(), done.clone()],
+                    );
+                }
+            }
+            F::KeepAlive => {
+                let Some(done) = p.done.filter(|d| d.kind == Type::Ok) else {
+                    continue;
+                };
+                keepalives += 1;
+                let sent = p.invoke.time_ns;
+                // The session's exclusive holds still open when it sent.
+                for mine in holds.0.iter().filter(|h| {
+                    h.session.is_some()
+                        && h.session == p.invoke.session
+                        && matches!(h.f, F::Acquire | F::Campaign)
+                        && h.start < sent
+                        && h.ended_by.as_ref().is_none_or(|e| e.time_ns > sent)
+                }) {
+                    let taken = holds.0.iter().find(|o| {
+                        o.f == mine.f
+                            && o.lock == mine.lock
+                            && o.token > mine.token
+                            && o.start < sent
+                    });
+                    if let Some(o) = taken {
+                        let mut ops = hold_ops(mine);
+                        ops.extend(hold_ops(o));
+                        ops.push(p.invoke.clone());
+                        ops.push(done.clone());
+                        return CheckResult::invalid(
+                            NAME,
+                            format!(
+                                "{}: a keep-alive of session {:?} sent at {:.3}s was acknowledged, but its lock (token {}) had been granted to token {} at {:.3}s: the session was already gone",
+                                mine.lock,
+                                mine.session,
+                                sent as f64 / 1e9,
+                                mine.token,
+                                o.token,
+                                o.start as f64 / 1e9
+                            ),
+                            ops,
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if validates == 0 && keepalives == 0 {
+        return CheckResult::new(
+            NAME,
+            Verdict::Skipped,
+            "no Validate or out-of-band keep-alive in this history",
+        );
+    }
+    CheckResult::new(
+        NAME,
+        Verdict::Valid,
+        format!(
+            "{validates} Validate answers and {keepalives} acknowledged keep-alives, none contradicting a live lease or a later grant"
+        ),
+    )
+    .with_stats(serde_json::json!({ "validates": validates, "keepalives": keepalives }))
 }
 
 /// (f): after the final restart, nothing acknowledged is gone.

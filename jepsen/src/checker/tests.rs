@@ -315,46 +315,172 @@ fn a_semaphore_over_capacity_is_caught() {
     assert_eq!(get(&check_all(&ok), "semaphore").verdict, Verdict::Valid);
 }
 
+/// The register refuses tokens below the highest it accepted, so its own
+/// order cannot be wrong; what can be wrong is *whom* it refuses. A refusal
+/// of a holder whose lease still held means a later token was granted and
+/// used during that lease; a refusal of a holder whose lease had lapsed
+/// (the frozen writer) is the fencing doing its job.
 #[test]
-fn a_register_accepting_an_older_token_is_caught() {
-    let mut h = H::default();
-    h.hold(1, "r", 3, 0, 5, 40, 45)
-        .hold(2, "r", 9, 50, 55, 90, 95);
-    h.rec(
-        20,
-        1,
-        Type::Invoke,
-        F::Write,
-        "r",
-        Some(3),
-        Some(1000),
-        Some(json!({"seq": 1})),
+fn a_register_refusing_a_live_holder_is_caught_but_a_lapsed_one_is_not() {
+    let build = |writer_deadline_ms: u64| {
+        let mut h = H::default();
+        // Holder 1 (token 3) holds until 200 ms by its lease; token 9 is
+        // granted at 55 ms anyway and writes first.
+        h.rec(0, 1, Type::Invoke, F::Acquire, "r", None, None, None)
+            .rec(5, 1, Type::Ok, F::Acquire, "r", Some(3), None, None)
+            .rec(50, 2, Type::Invoke, F::Acquire, "r", None, None, None)
+            .rec(55, 2, Type::Ok, F::Acquire, "r", Some(9), None, None)
+            .rec(
+                60,
+                2,
+                Type::Invoke,
+                F::Write,
+                "r",
+                Some(9),
+                Some(1000),
+                Some(json!({"seq": 1})),
+            )
+            .rec(61, 2, Type::Ok, F::Write, "r", Some(9), None, None)
+            .rec(
+                70,
+                1,
+                Type::Invoke,
+                F::Write,
+                "r",
+                Some(3),
+                Some(writer_deadline_ms),
+                Some(json!({"seq": 2})),
+            )
+            .rec(71, 1, Type::Fail, F::Write, "r", Some(3), None, None);
+        h
+    };
+    assert_invalid(&check_all(&build(200).0), "fencing");
+    let lapsed = check_all(&build(40).0);
+    assert_eq!(
+        get(&lapsed, "fencing").verdict,
+        Verdict::Valid,
+        "{}",
+        get(&lapsed, "fencing").explanation
     );
-    h.rec(21, 1, Type::Ok, F::Write, "r", Some(3), None, None);
-    h.rec(
-        60,
-        2,
-        Type::Invoke,
-        F::Write,
-        "r",
-        Some(9),
-        Some(1000),
-        Some(json!({"seq": 2})),
+}
+
+/// A client library that says "valid" after its own deadline: the holder
+/// acted then, so its hold reaches that moment, and a grant before it
+/// overlaps.
+#[test]
+fn a_library_claiming_a_lease_past_its_deadline_is_caught() {
+    let build = |act_ms: u64| {
+        let mut h = H::default();
+        h.rec(0, 1, Type::Invoke, F::Acquire, "a", None, None, None)
+            .rec(5, 1, Type::Ok, F::Acquire, "a", Some(3), None, None)
+            // Deadline 100 ms; process 2 is granted at 150 ms (correctly).
+            .rec(
+                act_ms,
+                1,
+                Type::Invoke,
+                F::Act,
+                "a",
+                Some(3),
+                Some(100),
+                None,
+            )
+            .rec(act_ms, 1, Type::Ok, F::Act, "a", Some(3), Some(100), None)
+            .rec(120, 2, Type::Invoke, F::Acquire, "a", None, None, None)
+            .rec(150, 2, Type::Ok, F::Acquire, "a", Some(9), None, None)
+            .rec(
+                300,
+                1,
+                Type::Invoke,
+                F::Release,
+                "a",
+                Some(3),
+                Some(100),
+                None,
+            )
+            .rec(301, 1, Type::Fail, F::Release, "a", Some(3), None, None);
+        h.0.sort_by_key(|o| o.time_ns);
+        h
+    };
+    assert_invalid(&check_all(&build(200).0), "mutual_exclusion");
+    let honest = check_all(&build(90).0);
+    assert_eq!(get(&honest, "mutual_exclusion").verdict, Verdict::Valid);
+}
+
+#[test]
+fn validate_calling_a_live_holder_stale_is_caught() {
+    let build = |deadline_ms: u64| {
+        let mut h = H::default();
+        h.rec(0, 1, Type::Invoke, F::Acquire, "a", None, None, None)
+            .rec(5, 1, Type::Ok, F::Acquire, "a", Some(3), None, None)
+            .rec(
+                50,
+                1,
+                Type::Invoke,
+                F::Validate,
+                "a",
+                Some(3),
+                Some(deadline_ms),
+                None,
+            )
+            .rec(
+                60,
+                1,
+                Type::Ok,
+                F::Validate,
+                "a",
+                Some(3),
+                None,
+                Some(json!({"valid": false})),
+            );
+        h
+    };
+    assert_invalid(&check_all(&build(500).0), "lease");
+    // Past the holder's deadline the server may have expired it.
+    assert_eq!(
+        get(&check_all(&build(55).0), "lease").verdict,
+        Verdict::Valid
     );
-    h.rec(61, 2, Type::Ok, F::Write, "r", Some(9), None, None);
-    h.rec(
-        70,
-        1,
-        Type::Invoke,
-        F::Write,
-        "r",
-        Some(3),
-        Some(10),
-        Some(json!({"seq": 3})),
+}
+
+#[test]
+fn a_keep_alive_acknowledged_after_the_lock_moved_on_is_caught() {
+    let build = |keepalive: Type| {
+        let mut h = H::default();
+        // Session of process 1 holds "a" (token 3) and stops renewing; the
+        // lock goes to token 9 at 3.1 s; at 3.5 s process 1 renews by hand.
+        h.rec(0, 1, Type::Invoke, F::Acquire, "a", None, None, None)
+            .rec(5, 1, Type::Ok, F::Acquire, "a", Some(3), None, None)
+            .rec(2000, 2, Type::Invoke, F::Acquire, "a", None, None, None)
+            .rec(3100, 2, Type::Ok, F::Acquire, "a", Some(9), None, None)
+            .rec(
+                3500,
+                1,
+                Type::Invoke,
+                F::KeepAlive,
+                "a",
+                Some(3),
+                Some(1800),
+                None,
+            )
+            .rec(3510, 1, keepalive, F::KeepAlive, "a", Some(3), None, None)
+            .rec(
+                3600,
+                1,
+                Type::Invoke,
+                F::Release,
+                "a",
+                Some(3),
+                Some(1800),
+                None,
+            )
+            .rec(3610, 1, Type::Fail, F::Release, "a", Some(3), None, None);
+        h
+    };
+    assert_invalid(&check_all(&build(Type::Ok).0), "lease");
+    assert_eq!(
+        get(&check_all(&build(Type::Fail).0), "lease").verdict,
+        Verdict::Skipped
     );
-    h.rec(71, 1, Type::Ok, F::Write, "r", Some(3), None, None);
-    h.0.sort_by_key(|o| o.time_ns);
-    assert_invalid(&check_all(&h.0), "fencing");
 }
 
 #[test]
