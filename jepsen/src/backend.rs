@@ -64,6 +64,11 @@ pub trait Session: Send + Sync {
     async fn resign(&self, name: &str, token: u64) -> Result<(), OpError>;
     /// Ends the session.
     async fn close(&self);
+    /// Whether the session ended because the server said it is gone (not
+    /// because the library's own deadline passed).
+    fn ended_by_server(&self) -> bool {
+        false
+    }
     /// Resolves when the client library reports the session lost (never,
     /// for sessions without a library behind them).
     async fn lost(&self) {
@@ -286,6 +291,10 @@ impl Session for RealSession {
 
     async fn lost(&self) {
         self.session.lost().await;
+    }
+
+    fn ended_by_server(&self) -> bool {
+        matches!(self.session.valid_until(), Err(Error::SessionGone(_)))
     }
 }
 

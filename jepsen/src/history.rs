@@ -65,6 +65,11 @@ pub enum F {
     /// holder that stopped renewing): `ok` = the server said the session
     /// lives, `fail` = it said it is gone.
     KeepAlive,
+    /// The client library reported `session` ended, noticed by its process
+    /// at this time: `value` = `{"by_server": bool}` (the server said the
+    /// session is gone, rather than the library's own deadline passing),
+    /// `valid_until_ns` = the library's deadline then.
+    Lost,
 }
 
 /// One record of the history.

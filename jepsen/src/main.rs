@@ -63,6 +63,11 @@ enum Command {
         /// Random seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Clock rates the clock nemesis picks from (default: slow ones and
+        /// fast ones inside the documented drift bound). A rate beyond the
+        /// bound shows what the bound is for.
+        #[arg(long, value_delimiter = ',')]
+        clock_rates: Vec<f64>,
     },
     /// A fixed set of runs: `--short` for CI, `--long` for every nemesis ×
     /// workload.
@@ -205,8 +210,10 @@ async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
             concurrency,
             time,
             seed,
+            clock_rates,
         } => {
             let cfg = RunConfig {
+                clock_rates: clock_rates.clone(),
                 raftlockd: raftlockd()?,
                 workload: *workload,
                 nemesis: *nemesis,
@@ -245,6 +252,7 @@ async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
             };
             for (i, (w, n, t)) in plan.into_iter().enumerate() {
                 let cfg = RunConfig {
+                    clock_rates: Vec::new(),
                     raftlockd: raftlockd()?,
                     workload: w,
                     nemesis: n,

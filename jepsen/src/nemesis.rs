@@ -76,6 +76,8 @@ pub struct Nemesis {
     pub rec: Arc<Recorder>,
     /// The full voter set, restored when healing.
     pub members: Vec<raftlock_client::Member>,
+    /// The rates the clock nemesis picks from.
+    pub clock_rates: Vec<f64>,
     /// The client processes (for the client nemesis).
     pub clients: Option<Arc<tokio::sync::Mutex<ClientProcs>>>,
     /// Faults the nemesis could not inject or undo (no iptables, no
@@ -179,7 +181,7 @@ impl Nemesis {
                 } else {
                     rng.gen_range(1..=n)
                 };
-                let rate = *CLOCK_RATES.choose(rng).unwrap_or(&1.05);
+                let rate = *self.clock_rates.choose(rng).unwrap_or(&1.05);
                 c.restart_skewed(target, rate)?;
                 drop(c);
                 // A skewed clock matters most on the leader, whose clock

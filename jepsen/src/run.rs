@@ -45,6 +45,8 @@ pub struct RunConfig {
     pub out: PathBuf,
     /// Run the nodes as containers of this image instead of processes.
     pub docker: Option<String>,
+    /// Rates for the clock nemesis (empty: [`nemesis::CLOCK_RATES`]).
+    pub clock_rates: Vec<f64>,
 }
 
 /// The outcome of a run.
@@ -134,6 +136,11 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
     let windows = Arc::new(Mutex::new(Vec::new()));
     let nem = Arc::new(Nemesis {
         clients: clients.clone(),
+        clock_rates: if cfg.clock_rates.is_empty() {
+            nemesis::CLOCK_RATES.to_vec()
+        } else {
+            cfg.clock_rates.clone()
+        },
         cluster: Arc::new(tokio::sync::Mutex::new(cluster)),
         net,
         admin,

@@ -49,6 +49,10 @@ impl Kind {
 pub const PERMITS: u32 = 3;
 /// Session TTL of the workers.
 pub const TTL: Duration = Duration::from_secs(3);
+/// Session TTL of every other worker: long enough to outlive a failover,
+/// so sessions that lived under one leader meet the next (a leader that
+/// kept an old term's deadlines would expire them early).
+pub const LONG_TTL: Duration = Duration::from_secs(10);
 /// TTL of a frozen holder in the fenced workload (it freezes longer).
 const FROZEN_TTL: Duration = Duration::from_secs(2);
 
@@ -273,6 +277,8 @@ struct Worker {
     process: u64,
     session: Option<Box<dyn Session>>,
     seq: u64,
+    /// Its sessions' TTL.
+    ttl: Duration,
     /// The share of grants held long (past the TTL, checking the lease as
     /// they go) rather than for a few milliseconds.
     long_holds: f64,
@@ -310,13 +316,14 @@ impl Worker {
             .is_some_and(|s| s.valid_until().is_none())
         {
             if let Some(s) = self.session.take() {
+                self.lost(s.as_ref());
                 self.close(s).await;
             }
             // A process that lost its session starts over as a new one.
             self.process = self.rec.process();
         }
         if self.session.is_none() {
-            match self.backend.session(TTL).await {
+            match self.backend.session(self.ttl).await {
                 Ok(s) => self.session = Some(s),
                 Err(_) => {
                     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -439,6 +446,23 @@ impl Worker {
         }
     }
 
+    /// Records that the library reported `s` ended, and whether the server
+    /// ended it: a server that says "gone" before the client's deadline
+    /// broke the lease promise, whatever the session held.
+    fn lost(&self, s: &dyn Session) {
+        let spec = OpSpec {
+            process: self.process,
+            f: F::Lost,
+            lock: String::new(),
+            session: Some(s.id()),
+            token: None,
+            valid_until: Some(s.lease_deadline()),
+            value: Some(json!({ "by_server": s.ended_by_server() })),
+        };
+        self.rec.record(Type::Invoke, &spec, None);
+        self.rec.record(Type::Ok, &spec, None);
+    }
+
     /// Holds the grant `token` of `name` for `d` as code in a critical
     /// section should: asks the client library every 100 ms whether the
     /// lease still holds before acting (an `act` op, dated before the
@@ -452,6 +476,7 @@ impl Worker {
         while Instant::now() < end {
             tokio::select! {
                 _ = &mut lost => {
+                    self.lost(s);
                     let mut a = self.spec(F::Act, name, s.id());
                     a.token = Some(token);
                     a.valid_until = Some(s.lease_deadline());
@@ -579,6 +604,11 @@ pub async fn run(
             process: rec.process(),
             session: None,
             seq: 0,
+            ttl: if (seed.wrapping_add(i as u64)).is_multiple_of(2) {
+                TTL
+            } else {
+                LONG_TTL
+            },
             long_holds,
         };
         let stop = stop.clone();
@@ -621,6 +651,7 @@ pub async fn final_reads(backend: &dyn Backend, rec: &Recorder, kind: Kind) {
         let permits = (kind == Kind::Semaphore).then_some(PERMITS);
         // Sessions of the run may hold until their TTL runs out on the
         // restarted leader; wait that long.
+        const _: () = assert!(LONG_TTL.as_secs() < TTL.as_secs() * 4);
         let fresh = match backend.session(TTL).await {
             Ok(s) => {
                 let r = s.acquire(&name, permits, TTL * 4).await;

@@ -559,6 +559,33 @@ fn lease(history: &[Op], holds: &Holds) -> CheckResult {
                     );
                 }
             }
+            F::Lost => {
+                let Some(done) = p.done.filter(|d| d.kind == Type::Ok) else {
+                    continue;
+                };
+                let by_server = done
+                    .value
+                    .as_ref()
+                    .and_then(|v| v.get("by_server"))
+                    .and_then(|v| v.as_bool())
+                    .unwrap_or(false);
+                if by_server
+                    && p.invoke
+                        .valid_until_ns
+                        .is_some_and(|v| v > p.invoke.time_ns)
+                {
+                    return CheckResult::invalid(
+                        NAME,
+                        format!(
+                            "session {:?}: the server said it was gone by {:.3}s, before the client's lease deadline {:.3}s",
+                            p.invoke.session,
+                            p.invoke.time_ns as f64 / 1e9,
+                            p.invoke.valid_until_ns.unwrap_or(0) as f64 / 1e9
+                        ),
+                        vec![p.invoke.clone(), done.clone()],
+                    );
+                }
+            }
             F::KeepAlive => {
                 let Some(done) = p.done.filter(|d| d.kind == Type::Ok) else {
                     continue;
