@@ -56,6 +56,27 @@ pub const LONG_TTL: Duration = Duration::from_secs(10);
 /// TTL of a frozen holder in the fenced workload (it freezes longer).
 const FROZEN_TTL: Duration = Duration::from_secs(2);
 
+/// A bug planted in the harness's own client code, to show the client
+/// checks catch a holder that acts on a lease it no longer has
+/// (`RAFTLOCK_JEPSEN_PLANT_CLIENT`; never set in a normal run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientBug {
+    /// `ignore-lease`: holders never ask the library whether the lease
+    /// holds, and act as if it always did.
+    IgnoreLease,
+}
+
+/// The client bug planted in this process, if any.
+pub fn client_plant() -> Option<ClientBug> {
+    static PLANT: std::sync::OnceLock<Option<ClientBug>> = std::sync::OnceLock::new();
+    *PLANT.get_or_init(
+        || match std::env::var("RAFTLOCK_JEPSEN_PLANT_CLIENT").as_deref() {
+            Ok("ignore-lease") => Some(ClientBug::IgnoreLease),
+            _ => None,
+        },
+    )
+}
+
 /// Records the history on one monotonic clock: `CLOCK_MONOTONIC`, counted
 /// from the run's start, so ops recorded by the harness's client processes
 /// (see [`Recorder::child`]) fall on the same time line as its own.
@@ -472,7 +493,13 @@ impl Worker {
     async fn hold_long(&self, s: &dyn Session, name: &str, token: u64, d: Duration) {
         let end = Instant::now() + d;
         let mut round = 0u32;
-        let mut lost = std::pin::pin!(s.lost());
+        let ignore_lease = client_plant() == Some(ClientBug::IgnoreLease);
+        let mut lost = std::pin::pin!(async {
+            if ignore_lease {
+                std::future::pending::<()>().await
+            }
+            s.lost().await
+        });
         while Instant::now() < end {
             tokio::select! {
                 _ = &mut lost => {
@@ -487,7 +514,10 @@ impl Worker {
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {}
             }
             let asked = Instant::now();
-            let valid = s.valid_until();
+            let valid = match s.valid_until() {
+                None if ignore_lease => Some(s.lease_deadline()),
+                v => v,
+            };
             let mut a = self.spec(F::Act, name, s.id());
             a.token = Some(token);
             a.valid_until = Some(valid.unwrap_or_else(|| s.lease_deadline()));

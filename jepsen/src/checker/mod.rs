@@ -186,6 +186,16 @@ pub(crate) struct Hold {
     pub(crate) last_act: Option<u64>,
 }
 
+impl Hold {
+    /// Whether the holder could act on the grant at all: a client paused
+    /// while its acquire was answered learns of the grant only after its
+    /// lease ran out, and (if its library is right) never acts on it. If the
+    /// library said "valid" all the same, the `act` makes the hold count.
+    pub(crate) fn held(&self) -> bool {
+        self.end > self.start
+    }
+}
+
 /// Every acknowledged grant of every kind.
 pub(crate) struct Holds(pub(crate) Vec<Hold>);
 
@@ -251,6 +261,14 @@ impl From<&[Op]> for Holds {
                         hold.closed_at = Some(q.invoke.time_ns);
                         break;
                     }
+                    if q.invoke.f == F::Lost {
+                        // The library gave the whole session up: its last
+                        // deadline bounds this hold too.
+                        if let Some(v) = q.invoke.valid_until_ns {
+                            hold.lease_deadline = Some(v);
+                        }
+                        continue;
+                    }
                     if q.invoke.lock != hold.lock || q.invoke.token != Some(token) {
                         break;
                     }
@@ -309,7 +327,7 @@ fn exclusion(name: &str, holds: &Holds, f: F) -> CheckResult {
         // Sorted by start; the hold reaching furthest so far is the one a
         // new hold could overlap.
         let mut furthest: Option<&Hold> = None;
-        for h in hs {
+        for h in hs.iter().filter(|h| h.held()) {
             checked += 1;
             if let Some(prev) = furthest {
                 if h.start < prev.end && prev.token != h.token {
@@ -360,7 +378,7 @@ fn semaphore(holds: &Holds) -> CheckResult {
         let permits = hs.iter().filter_map(|h| h.permits).max().unwrap_or(1) as usize;
         // Sweep: holds active at each start.
         let mut active: Vec<&Hold> = Vec::new();
-        for h in hs {
+        for h in hs.iter().filter(|h| h.held()) {
             checked += 1;
             active.retain(|a| a.end > h.start);
             active.push(h);

@@ -406,6 +406,65 @@ fn a_library_claiming_a_lease_past_its_deadline_is_caught() {
     assert_eq!(get(&honest, "mutual_exclusion").verdict, Verdict::Valid);
 }
 
+/// A client paused while its acquire is answered sees the grant only after
+/// its lease lapsed; the permit went to someone else at the expiry. That is
+/// no violation, unless its library then claims the lease (an `act` ok).
+#[test]
+fn a_grant_seen_only_after_the_lease_lapsed_is_no_hold_unless_acted_on() {
+    let build = |act: Type| {
+        let mut h = H::default();
+        // Process 1 asks at 0 ms, is paused; its grant (token 3) is answered
+        // at 500 ms, its lease having ended at 400 ms; the permit went to
+        // token 9 at 450 ms.
+        h.rec(0, 1, Type::Invoke, F::Acquire, "a", None, None, None)
+            .rec(100, 2, Type::Invoke, F::Acquire, "a", None, None, None)
+            .rec(450, 2, Type::Ok, F::Acquire, "a", Some(9), None, None)
+            .rec(500, 1, Type::Ok, F::Acquire, "a", Some(3), None, None)
+            .rec(
+                501,
+                1,
+                Type::Invoke,
+                F::Lost,
+                "",
+                None,
+                Some(400),
+                Some(json!({"by_server": false})),
+            )
+            .rec(
+                501,
+                1,
+                Type::Ok,
+                F::Lost,
+                "",
+                None,
+                Some(400),
+                Some(json!({"by_server": false})),
+            )
+            .rec(502, 1, Type::Invoke, F::Act, "a", Some(3), Some(400), None)
+            .rec(502, 1, act, F::Act, "a", Some(3), Some(400), None)
+            .rec(
+                900,
+                2,
+                Type::Invoke,
+                F::Release,
+                "a",
+                Some(9),
+                Some(5000),
+                None,
+            )
+            .rec(910, 2, Type::Ok, F::Release, "a", Some(9), None, None);
+        h
+    };
+    let fine = check_all(&build(Type::Fail).0);
+    assert_eq!(
+        get(&fine, "mutual_exclusion").verdict,
+        Verdict::Valid,
+        "{}",
+        get(&fine, "mutual_exclusion").explanation
+    );
+    assert_invalid(&check_all(&build(Type::Ok).0), "mutual_exclusion");
+}
+
 #[test]
 fn validate_calling_a_live_holder_stale_is_caught() {
     let build = |deadline_ms: u64| {
