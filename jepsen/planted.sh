@@ -30,7 +30,7 @@ runs=(
   "double-grant        mutex     none     1"
   "token-reuse         fenced    kill     1"
   "late-keepalive      fenced    none     1"
-  "unconfirmed-expiry  mutex     pause    1 2 3 4"
+  "unconfirmed-expiry  mutex     transfer 1 2 3"
   # Not the server's: a client that acts on its lock without asking the
   # library whether the lease still holds, paused past its TTL by the
   # client nemesis.
@@ -64,7 +64,7 @@ for r in "${runs[@]}"; do
     grep -h ' invalid ' "$out/$bug"/*/summary.txt | head -2 | sed 's/^/           /'
   else
     echo "NOT CAUGHT $bug ($workload under $nemesis, seeds $seeds)"
-    tail -5 "$out.$bug".*.log
+    tail -n 5 "$out.$bug".*.log
     failed=1
   fi
 done

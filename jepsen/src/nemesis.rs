@@ -41,11 +41,15 @@ pub enum Kind {
     /// One node's clock runs fast or slow (libfaketime, within the drift
     /// bound of docs/design.md), and leadership is moved to it.
     Clock,
+    /// Leadership handed from node to node under load (what a rolling
+    /// restart's graceful SIGTERM does), so leaders meet sessions they knew
+    /// in an earlier term.
+    Transfer,
 }
 
 impl Kind {
     /// Every nemesis that injects faults.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Kill,
         Kind::Pause,
         Kind::Partition,
@@ -54,6 +58,7 @@ impl Kind {
         Kind::Client,
         Kind::KillAll,
         Kind::Clock,
+        Kind::Transfer,
     ];
 }
 
@@ -114,6 +119,7 @@ impl Nemesis {
                     Kind::Partition,
                     Kind::Membership,
                     Kind::KillAll,
+                    Kind::Transfer,
                 ]
                 .choose(&mut rng)
                 .unwrap_or(&Kind::Kill),
@@ -199,6 +205,17 @@ impl Nemesis {
                     ),
                     Some(Duration::from_millis(rng.gen_range(6000..10000))),
                 ));
+            }
+            Kind::Transfer => {
+                drop(c);
+                let to = loop {
+                    let t = rng.gen_range(1..=n);
+                    if t != leader || n == 1 {
+                        break t;
+                    }
+                };
+                let now = self.admin.transfer_leader(to).await?;
+                return Ok((format!("leadership n{leader} -> n{to} (now n{now})"), None));
             }
             Kind::Client => {
                 drop(c);
@@ -288,9 +305,12 @@ impl Nemesis {
                 self.cycle_member(victim).await?;
                 Ok(format!("membership: remove n{victim}, re-add, promote"))
             }
-            Kind::None | Kind::Chaos | Kind::Client | Kind::KillAll | Kind::Clock => {
-                Ok("none".into())
-            }
+            Kind::None
+            | Kind::Chaos
+            | Kind::Client
+            | Kind::KillAll
+            | Kind::Clock
+            | Kind::Transfer => Ok("none".into()),
         }
     }
 

@@ -401,7 +401,10 @@ impl Worker {
         if let Some(p) = permits {
             spec.value = Some(json!({ "permits": p }));
         }
-        let wait = Duration::from_secs(2);
+        // Longer than most holds, long ones included: a wait that times out
+        // retires its process (the grant may have raced the timeout), and
+        // sessions that live across leader changes are what leases are for.
+        let wait = TTL * 3;
         let value = format!("p{process}");
         let fut = async {
             match self.kind {
