@@ -265,7 +265,9 @@ fn retryable(s: &tonic::Status) -> bool {
     matches!(
         s.code(),
         tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled
-    ) || (s.code() == tonic::Code::DeadlineExceeded && s.message().contains("Timeout expired"))
+    ) || (s.code() == tonic::Code::DeadlineExceeded && raftlock_proto::reason::of(s).is_none())
+    // A DEADLINE_EXCEEDED without a reason is this client's own attempt
+    // timeout (or a proxy's), not a verdict of the server's: try again.
 }
 
 impl Client {

@@ -1,5 +1,6 @@
 //! What can go wrong talking to raftlock.
 
+use raftlock_proto::reason::{self, Reason};
 use tonic::Code;
 
 /// An error from the client library.
@@ -37,16 +38,57 @@ pub enum Error {
     /// A wait for a lock timed out.
     #[error("timed out waiting for lock {0:?}")]
     WaitTimedOut(String),
-    /// The request was refused as malformed.
+    /// A lock or election name the server does not accept (empty, too
+    /// long, not UTF-8 text it allows).
+    #[error("invalid name: {0}")]
+    InvalidName(String),
+    /// A session TTL outside the range the cluster allows.
+    #[error("TTL out of range: {0}")]
+    TtlOutOfRange(String),
+    /// Another field of the request was refused as malformed or out of range.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// The request conflicts with the lock's state (not the holder, stale
-    /// token, mismatched permits, already held).
-    #[error("{0}")]
-    Conflict(String),
-    /// Too many waiters, locks or requests.
-    #[error("resource exhausted: {0}")]
-    Exhausted(String),
+    /// The session does not hold the lock (it was released, or expired).
+    #[error("not the holder: {0}")]
+    NotHolder(String),
+    /// The session holds the lock, under another token than the one given:
+    /// this grant is stale.
+    #[error("stale token: {0}")]
+    StaleToken(String),
+    /// The permit count given differs from the semaphore's.
+    #[error("permits mismatch: {0}")]
+    PermitsMismatch(String),
+    /// The session already holds the lock through another acquisition.
+    #[error("already held: {0}")]
+    AlreadyHeld(String),
+    /// The session already waits for the lock through another acquisition.
+    #[error("already waiting: {0}")]
+    AlreadyWaiting(String),
+    /// No such wait to cancel.
+    #[error("no such wait: {0}")]
+    WaitNotFound(String),
+    /// A retry of an acquisition that was granted and released since.
+    #[error("request already released: {0}")]
+    RequestReleased(String),
+    /// A retry of an acquisition that ended some other way.
+    #[error("request already finished: {0}")]
+    RequestFinished(String),
+    /// A retry of a request this client had said it had the answer to.
+    #[error("request already acknowledged: {0}")]
+    RequestAcknowledged(String),
+    /// The lock has as many waiters as the cluster allows.
+    #[error("too many waiters: {0}")]
+    TooManyWaiters(String),
+    /// The cluster, or this session, has as many locks as allowed.
+    #[error("too many locks: {0}")]
+    TooManyLocks(String),
+    /// The session has as many unanswered requests as allowed.
+    #[error("too many unacknowledged requests: {0}")]
+    TooManyUnacknowledged(String),
+    /// Another limit of the cluster's (sessions per identity, requests per
+    /// connection, a wait longer than allowed, ...).
+    #[error("limit exceeded: {0}")]
+    LimitExceeded(String),
     /// The cluster does not know who this client is (no token or
     /// certificate, or an unknown one).
     #[error("not authenticated: {0}")]
@@ -54,6 +96,16 @@ pub enum Error {
     /// This client's identity may not do this.
     #[error("permission denied: {0}")]
     PermissionDenied(String),
+    /// The cluster refused a membership change (another in progress, an
+    /// unknown node).
+    #[error("membership change refused: {0}")]
+    MembershipChangeRefused(String),
+    /// A new learner did not catch up with the log in time.
+    #[error("learner not caught up: {0}")]
+    LearnerNotCaughtUp(String),
+    /// A fault of the server's own.
+    #[error("internal server error: {0}")]
+    Internal(String),
     /// The TLS settings are unusable (unreadable or invalid PEM).
     #[error("tls: {0}")]
     Tls(String),
@@ -80,22 +132,94 @@ impl Error {
         matches!(self, Error::Unavailable(_))
     }
 
+    /// The error for a status the server (or the transport) returned.
+    /// raftlock's own refusals are read by their reason
+    /// (`google.rpc.ErrorInfo`), never by their message; a status without
+    /// one (a proxy, the transport, an older server) by its code alone.
     pub(crate) fn from_status(s: &tonic::Status, session: Option<u64>, lock: Option<&str>) -> Self {
         let msg = s.message().to_owned();
-        match s.code() {
-            Code::Unavailable | Code::Unknown | Code::Cancelled | Code::Aborted => {
-                Error::Unavailable(msg)
+        let Some(reason) = reason::of(s) else {
+            return match s.code() {
+                Code::Unavailable
+                | Code::Unknown
+                | Code::Cancelled
+                | Code::Aborted
+                | Code::DeadlineExceeded => Error::Unavailable(msg),
+                Code::Unauthenticated => Error::Unauthenticated(msg),
+                Code::PermissionDenied => Error::PermissionDenied(msg),
+                code => Error::Server { code, message: msg },
+            };
+        };
+        match reason {
+            Reason::NotLeader | Reason::NoQuorum | Reason::Stopping => Error::Unavailable(msg),
+            Reason::InvalidName => Error::InvalidName(msg),
+            Reason::TtlOutOfRange => Error::TtlOutOfRange(msg),
+            Reason::InvalidArgument => Error::InvalidArgument(msg),
+            Reason::SessionNotFound => Error::SessionGone(session.unwrap_or_default()),
+            Reason::WaitNotFound => Error::WaitNotFound(msg),
+            Reason::NotHolder => Error::NotHolder(msg),
+            Reason::StaleToken => Error::StaleToken(msg),
+            Reason::PermitsMismatch => Error::PermitsMismatch(msg),
+            Reason::RequestReleased => Error::RequestReleased(msg),
+            Reason::RequestFinished => Error::RequestFinished(msg),
+            Reason::RequestAcknowledged => Error::RequestAcknowledged(msg),
+            Reason::AlreadyHeld => Error::AlreadyHeld(msg),
+            Reason::AlreadyWaiting => Error::AlreadyWaiting(msg),
+            Reason::WaitCancelled | Reason::WaitTimedOut => {
+                Error::WaitTimedOut(lock.unwrap_or_default().to_owned())
             }
-            Code::NotFound if session.is_some() && msg.contains("session") => {
-                Error::SessionGone(session.unwrap_or_default())
-            }
-            Code::DeadlineExceeded => Error::WaitTimedOut(lock.unwrap_or_default().to_owned()),
-            Code::InvalidArgument | Code::OutOfRange => Error::InvalidArgument(msg),
-            Code::FailedPrecondition | Code::AlreadyExists => Error::Conflict(msg),
-            Code::ResourceExhausted => Error::Exhausted(msg),
-            Code::Unauthenticated => Error::Unauthenticated(msg),
-            Code::PermissionDenied => Error::PermissionDenied(msg),
-            code => Error::Server { code, message: msg },
+            Reason::TooManyWaiters => Error::TooManyWaiters(msg),
+            Reason::TooManyLocks => Error::TooManyLocks(msg),
+            Reason::TooManyUnacknowledged => Error::TooManyUnacknowledged(msg),
+            Reason::LimitExceeded => Error::LimitExceeded(msg),
+            Reason::Unauthenticated => Error::Unauthenticated(msg),
+            Reason::PermissionDenied => Error::PermissionDenied(msg),
+            Reason::MembershipChangeRefused => Error::MembershipChangeRefused(msg),
+            Reason::LearnerNotCaughtUp => Error::LearnerNotCaughtUp(msg),
+            Reason::Internal => Error::Internal(msg),
+            // A reason this library does not know yet (a newer server).
+            _ => Error::Server {
+                code: s.code(),
+                message: msg,
+            },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every reason the server sends becomes a typed error, never the
+    /// catch-all `Server`, and never by reading the message.
+    #[test]
+    fn every_reason_has_a_typed_error() {
+        for r in Reason::ALL {
+            let s = reason::status(r, "a message nobody reads");
+            let e = Error::from_status(&s, Some(7), Some("l"));
+            assert!(!matches!(e, Error::Server { .. }), "{r} became {e:?}");
+            let expected_gone = r == Reason::SessionNotFound;
+            assert_eq!(
+                matches!(e, Error::SessionGone(7)),
+                expected_gone,
+                "{r}: {e:?}"
+            );
+        }
+    }
+
+    /// The same code without raftlock's reason (a proxy, the transport, an
+    /// older server) is not taken for a verdict it does not carry.
+    #[test]
+    fn a_status_without_a_reason_is_read_by_its_code_only() {
+        let s = tonic::Status::not_found("session 7 not found");
+        assert!(matches!(
+            Error::from_status(&s, Some(7), None),
+            Error::Server { .. }
+        ));
+        let s = tonic::Status::deadline_exceeded("Timeout expired");
+        assert!(matches!(
+            Error::from_status(&s, None, Some("l")),
+            Error::Unavailable(_)
+        ));
     }
 }

@@ -6,6 +6,7 @@ use crate::error::Error;
 use crate::pipeline::{acquired, released, Call};
 use crate::session::Session;
 use crate::types::{Grant, Mode};
+use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1 as pb;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -354,13 +355,7 @@ pub(crate) fn settle_release<T>(
 ) -> Result<(), Error> {
     match res {
         Ok(_) => Ok(()),
-        Err(s)
-            if retried
-                && s.code() == tonic::Code::FailedPrecondition
-                && s.message().contains("does not hold") =>
-        {
-            Ok(())
-        }
+        Err(s) if retried && reason::of(&s) == Some(Reason::NotHolder) => Ok(()),
         Err(s) => Err(Error::from_status(&s, Some(session), Some(name))),
     }
 }

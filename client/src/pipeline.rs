@@ -123,13 +123,16 @@ impl Pipeline {
 /// A Pipeline answer's error as the status the unary call would have
 /// returned, leader hint in the metadata.
 fn status_of(e: pb::PipelineError) -> Status {
-    let mut s = Status::new(tonic::Code::from(e.code), e.message);
+    let mut metadata = tonic::metadata::MetadataMap::new();
     if !e.leader.is_empty() {
         if let Ok(v) = e.leader.parse() {
-            s.metadata_mut().insert(LEADER_METADATA_KEY, v);
+            metadata.insert(LEADER_METADATA_KEY, v);
         }
     }
-    s
+    match raftlock_proto::reason::Reason::parse(&e.reason) {
+        Some(r) => raftlock_proto::reason::status_with_metadata(r, e.message, metadata),
+        None => Status::with_metadata(tonic::Code::from(e.code), e.message, metadata),
+    }
 }
 
 /// Reads answers and hands each to its caller; when the stream ends, every

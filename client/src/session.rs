@@ -122,7 +122,7 @@ impl Client {
         let ttl_ms = ttl.as_millis() as u64;
         let lim = raftlock_proto::limits::MIN_TTL_MS..=raftlock_proto::limits::MAX_TTL_MS;
         if !lim.contains(&ttl_ms) {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::TtlOutOfRange(format!(
                 "ttl {ttl_ms} ms is out of range {}..={} ms",
                 lim.start(),
                 lim.end()

@@ -32,6 +32,7 @@
 //! roles = ["root"]
 //! ```
 
+use raftlock_proto::reason::{self, Reason};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
@@ -182,11 +183,14 @@ impl Caller {
         if self.may(access, name) {
             return Ok(());
         }
-        Err(Status::permission_denied(format!(
-            "identity {:?} has no {access} right on lock {name:?} ({})",
-            self.name,
-            self.covered(access)
-        )))
+        Err(reason::status(
+            Reason::PermissionDenied,
+            format!(
+                "identity {:?} has no {access} right on lock {name:?} ({})",
+                self.name,
+                self.covered(access)
+            ),
+        ))
     }
 
     /// `access` on some name (a session is needed before any lock), or
@@ -195,10 +199,13 @@ impl Caller {
         if self.may_any(access) {
             return Ok(());
         }
-        Err(Status::permission_denied(format!(
-            "identity {:?} has no {access} right on any lock name",
-            self.name
-        )))
+        Err(reason::status(
+            Reason::PermissionDenied,
+            format!(
+                "identity {:?} has no {access} right on any lock name",
+                self.name
+            ),
+        ))
     }
 
     /// Cluster administration: `admin` on every name.
@@ -208,10 +215,13 @@ impl Caller {
         {
             return Ok(());
         }
-        Err(Status::permission_denied(format!(
+        Err(reason::status(
+            Reason::PermissionDenied,
+            format!(
             "identity {:?} may not {what}: it needs the admin right on every name (prefix \"\")",
             self.name
-        )))
+        ),
+        ))
     }
 
     fn covered(&self, access: Access) -> String {
@@ -343,24 +353,28 @@ impl Authenticator {
                 .and_then(|v| v.strip_prefix("Bearer "))
                 .map(str::trim)
                 .ok_or_else(|| {
-                    Status::unauthenticated("the authorization header must be \"Bearer <token>\"")
+                    reason::status(
+                        Reason::Unauthenticated,
+                        "the authorization header must be \"Bearer <token>\"",
+                    )
                 })?;
             return self
                 .by_token_hash
                 .get(&token_hash(token))
                 .cloned()
-                .ok_or_else(|| Status::unauthenticated("unknown bearer token"));
+                .ok_or_else(|| reason::status(Reason::Unauthenticated, "unknown bearer token"));
         }
         if let Some(certs) = req.peer_certs() {
             if let Some(cn) = certs.first().and_then(|c| common_name(c.as_ref())) {
                 return self.by_cert_cn.get(&cn).cloned().ok_or_else(|| {
-                    Status::unauthenticated(format!(
-                        "client certificate {cn:?} names no identity in the auth file"
-                    ))
+                    reason::status(
+                        Reason::Unauthenticated,
+                        format!("client certificate {cn:?} names no identity in the auth file"),
+                    )
                 });
             }
         }
-        Err(Status::unauthenticated(
+        Err(reason::status(Reason::Unauthenticated,
             "authentication is required: send \"authorization: Bearer <token>\" or a client certificate",
         ))
     }
@@ -378,7 +392,12 @@ pub fn caller<T>(req: &Request<T>) -> Result<Arc<Caller>, Status> {
     req.extensions()
         .get::<Arc<Caller>>()
         .cloned()
-        .ok_or_else(|| Status::internal("request reached a service without authentication"))
+        .ok_or_else(|| {
+            reason::status(
+                Reason::Internal,
+                "request reached a service without authentication",
+            )
+        })
 }
 
 /// A tonic interceptor that authenticates every request and attaches the

@@ -10,6 +10,7 @@
 use crate::config::ConfigError;
 use clap::Args;
 use raftlock_proto::limits as hard;
+use raftlock_proto::reason::{self, Reason};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -195,10 +196,13 @@ impl Limits {
     /// A session TTL within the operator's bounds.
     pub fn check_ttl(&self, ttl_ms: u64) -> Result<(), Status> {
         if ttl_ms < self.min_ttl_ms || ttl_ms > self.max_ttl_ms {
-            return Err(Status::invalid_argument(format!(
-                "ttl_ms {ttl_ms} is out of this cluster's range {}..={} ms",
-                self.min_ttl_ms, self.max_ttl_ms
-            )));
+            return Err(reason::status(
+                Reason::TtlOutOfRange,
+                format!(
+                    "ttl_ms {ttl_ms} is out of this cluster's range {}..={} ms",
+                    self.min_ttl_ms, self.max_ttl_ms
+                ),
+            ));
         }
         Ok(())
     }
@@ -206,10 +210,13 @@ impl Limits {
     /// A wait within the operator's bound.
     pub fn check_wait(&self, wait_ms: u64) -> Result<(), Status> {
         if wait_ms > self.max_wait_ms {
-            return Err(Status::invalid_argument(format!(
-                "wait_timeout_ms {wait_ms} is more than the limit of {} ms",
-                self.max_wait_ms
-            )));
+            return Err(reason::status(
+                Reason::InvalidArgument,
+                format!(
+                    "wait_timeout_ms {wait_ms} is more than the limit of {} ms",
+                    self.max_wait_ms
+                ),
+            ));
         }
         Ok(())
     }
@@ -264,7 +271,7 @@ impl ConnectionCounts {
         if *n >= limit {
             metrics::counter!("raftlock_limit_refusals_total", "limit" => what.to_owned())
                 .increment(1);
-            return Err(Status::resource_exhausted(format!(
+            return Err(reason::status(Reason::LimitExceeded, format!(
                 "too many {what} on this connection (limit {limit}); wait for some to finish or open another connection"
             )));
         }

@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod limits;
+pub mod reason;
 
 /// Version 1 of the API: messages, clients (`*_client`) and servers
 /// (`*_server`).

@@ -5,6 +5,7 @@
 //! every operator limit answered with its status while others are served.
 
 use raftlock_client::{Client, Error, Options, Tls};
+use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1::election_client::ElectionClient;
 use raftlock_proto::v1::lock_client::LockClient;
 use raftlock_proto::v1::raft_client::RaftClient;
@@ -331,6 +332,7 @@ async fn identities_rights_and_session_ownership_are_enforced() {
             .await
             .unwrap_err();
         assert_eq!(e.code(), Code::Unauthenticated, "{e:?}");
+        assert_eq!(reason::of(&e), Some(Reason::Unauthenticated), "{e:?}");
         println!("token {token:?}: {}", e.message());
     }
 
@@ -362,6 +364,7 @@ async fn identities_rights_and_session_ownership_are_enforced() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+    assert_eq!(reason::of(&e), Some(Reason::PermissionDenied), "{e:?}");
     assert!(e.message().contains("another identity"), "{}", e.message());
     let e = LockClient::new(access_a.channel(&leader).await.unwrap())
         .acquire(access_a.request(AcquireRequest {
@@ -442,7 +445,7 @@ async fn identities_rights_and_session_ownership_are_enforced() {
             .valid
     );
     match job.release().await {
-        Err(Error::Conflict(m)) => assert!(m.contains("does not hold"), "{m}"),
+        Err(Error::NotHolder(_)) => {}
         other => panic!("the old holder's release must be refused, got {other:?}"),
     }
     assert!(cluster
@@ -650,7 +653,7 @@ async fn every_limit_is_answered_and_others_are_still_served() {
     expect(
         acquire(a.clone(), s1, "team-a/l3", uuid(), None).await,
         Code::ResourceExhausted,
-        "limit per session",
+        "already holds or waits for 2 locks",
     );
     let retry = acquire(a.clone(), s1, "team-a/l1", r1, None).await.unwrap();
     assert!(retry.acquired, "an idempotent retry is not a new lock");
@@ -681,7 +684,7 @@ async fn every_limit_is_answered_and_others_are_still_served() {
     expect(
         acquire(b.clone(), sb, "team-a/l1", uuid(), Some(1_000)).await,
         Code::ResourceExhausted,
-        "limit per lock",
+        "already has 1 waiters",
     );
     // Waits are bounded.
     expect(

@@ -4,6 +4,7 @@ use super::convert::status;
 use crate::auth::caller;
 use crate::node::{Node, NodeError};
 use openraft::ServerState;
+use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1::cluster_client::ClusterClient;
 use raftlock_proto::v1::cluster_server::Cluster as ClusterApi;
 use raftlock_proto::v1::*;
@@ -61,8 +62,10 @@ fn raft_err<E: std::error::Error>(node: &Node, e: openraft::error::RaftError<u64
     let text = e.to_string();
     match e {
         openraft::error::RaftError::APIError(_) if !node.is_leader() => status(node.not_leader()),
-        openraft::error::RaftError::APIError(_) => Status::failed_precondition(text),
-        openraft::error::RaftError::Fatal(_) => Status::unavailable(text),
+        openraft::error::RaftError::APIError(_) => {
+            reason::status(Reason::MembershipChangeRefused, text)
+        }
+        openraft::error::RaftError::Fatal(_) => reason::status(Reason::Stopping, text),
     }
 }
 
@@ -130,7 +133,8 @@ impl ClusterApi for ClusterService {
         caller(&req)?.check_cluster_admin("add a learner")?;
         let r = req.into_inner();
         if r.node_id == 0 || r.peer_addr.is_empty() || r.client_addr.is_empty() {
-            return Err(Status::invalid_argument(
+            return Err(reason::status(
+                Reason::InvalidArgument,
                 "node_id, peer_addr and client_addr are required",
             ));
         }
@@ -167,9 +171,9 @@ impl ClusterApi for ClusterService {
                 }
                 match tokio::time::timeout_at(deadline, metrics.changed()).await {
                     Ok(Ok(())) => {}
-                    Ok(Err(_)) => return Err(Status::unavailable("raft is shutting down")),
+                    Ok(Err(_)) => return Err(reason::status(Reason::Stopping, "raft is shutting down")),
                     Err(_) => {
-                        return Err(Status::deadline_exceeded(format!(
+                        return Err(reason::status(Reason::LearnerNotCaughtUp, format!(
                             "learner {learner} has not caught up to index {target} within 120 s (matched {matched:?}); is it running and reachable at its peer address?"
                         )))
                     }
@@ -194,7 +198,8 @@ impl ClusterApi for ClusterService {
         let span = tracing::info_span!("cluster.change_membership", node = self.node.id, voters = ?voters, remove_learners = ?drop);
         async {
             if voters.is_empty() && drop.is_empty() {
-                return Err(Status::invalid_argument(
+                return Err(reason::status(
+                    Reason::InvalidArgument,
                     "give the new voters, learners to remove, or both",
                 ));
             }

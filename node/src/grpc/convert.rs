@@ -2,10 +2,11 @@
 //! statuses. Nothing past this file sees a protobuf type.
 
 use crate::node::NodeError;
+use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1 as pb;
 use raftlock_proto::{limits, LEADER_METADATA_KEY};
 use raftlock_store::machine::{validate, Grant, LeaseError, Mode, RequestId, Waiter};
-use tonic::{Code, Status};
+use tonic::Status;
 
 /// A grant as the API shows it.
 pub fn grant(g: &Grant) -> pb::Grant {
@@ -43,20 +44,24 @@ pub fn mode(value: i32) -> Result<Mode, Status> {
     match pb::LockMode::try_from(value) {
         Ok(pb::LockMode::Unspecified) | Ok(pb::LockMode::Exclusive) => Ok(Mode::Exclusive),
         Ok(pb::LockMode::Shared) => Ok(Mode::Shared),
-        Err(_) => Err(Status::invalid_argument(format!(
-            "unknown lock mode {value}"
-        ))),
+        Err(_) => Err(reason::status(
+            Reason::InvalidArgument,
+            format!("unknown lock mode {value}"),
+        )),
     }
 }
 
 /// Reads a 16-byte request id.
 pub fn request_id(bytes: &[u8]) -> Result<RequestId, Status> {
     RequestId::from_bytes(bytes).ok_or_else(|| {
-        Status::invalid_argument(format!(
-            "request_id must be {} bytes (a UUID), got {}",
-            limits::REQUEST_ID_LEN,
-            bytes.len()
-        ))
+        reason::status(
+            Reason::InvalidArgument,
+            format!(
+                "request_id must be {} bytes (a UUID), got {}",
+                limits::REQUEST_ID_LEN,
+                bytes.len()
+            ),
+        )
     })
 }
 
@@ -65,14 +70,15 @@ pub fn request_id(bytes: &[u8]) -> Result<RequestId, Status> {
 pub fn sequence(seq: u64, acked_below: u64) -> Result<Option<Sequence>, Status> {
     if seq == 0 {
         if acked_below != 0 {
-            return Err(Status::invalid_argument(
+            return Err(reason::status(
+                Reason::InvalidArgument,
                 "acked_below is set but seq is not: number the request too",
             ));
         }
         return Ok(None);
     }
     if acked_below > seq {
-        return Err(Status::invalid_argument(format!(
+        return Err(reason::status(Reason::InvalidArgument, format!(
             "acked_below {acked_below} is above the request's own seq {seq}, which still waits for its answer"
         )));
     }
@@ -96,18 +102,24 @@ pub fn creation_key(bytes: &[u8]) -> Result<Option<u128>, Status> {
     RequestId::from_bytes(bytes)
         .map(|k| Some(k.0))
         .ok_or_else(|| {
-            Status::invalid_argument(format!(
-                "creation_key must be empty or {} bytes, got {}",
-                limits::REQUEST_ID_LEN,
-                bytes.len()
-            ))
+            reason::status(
+                Reason::InvalidArgument,
+                format!(
+                    "creation_key must be empty or {} bytes, got {}",
+                    limits::REQUEST_ID_LEN,
+                    bytes.len()
+                ),
+            )
         })
 }
 
 /// Checks a session id is plausible (ids come from log indexes, never 0).
 pub fn session_id(id: u64) -> Result<u64, Status> {
     if id == 0 {
-        return Err(Status::invalid_argument("session_id is required"));
+        return Err(reason::status(
+            Reason::InvalidArgument,
+            "session_id is required",
+        ));
     }
     Ok(id)
 }
@@ -130,27 +142,29 @@ pub fn client_name(name: &str) -> Result<(), Status> {
 
 /// A state-machine refusal as a status.
 pub fn lease_status(e: LeaseError) -> Status {
-    Status::new(lease_code(&e), e.to_string())
+    reason::status(lease_reason(&e), e.to_string())
 }
 
-/// The gRPC code for a state-machine refusal.
-pub fn lease_code(e: &LeaseError) -> Code {
+/// Why the state machine refused, for clients to read.
+pub fn lease_reason(e: &LeaseError) -> Reason {
     match e {
-        LeaseError::InvalidName { .. }
-        | LeaseError::TtlOutOfRange { .. }
-        | LeaseError::InvalidArgument(_) => Code::InvalidArgument,
-        LeaseError::SessionNotFound(_) | LeaseError::WaitNotFound { .. } => Code::NotFound,
-        LeaseError::NotHolder { .. }
-        | LeaseError::StaleToken { .. }
-        | LeaseError::PermitsMismatch { .. }
-        | LeaseError::RequestReleased { .. }
-        | LeaseError::RequestFinished { .. }
-        | LeaseError::RequestAcknowledged { .. } => Code::FailedPrecondition,
-        LeaseError::AlreadyHeld { .. } | LeaseError::AlreadyWaiting { .. } => Code::AlreadyExists,
-        LeaseError::WaitCancelled { .. } => Code::DeadlineExceeded,
-        LeaseError::TooManyWaiters { .. }
-        | LeaseError::TooManyLocks { .. }
-        | LeaseError::TooManyUnacknowledged { .. } => Code::ResourceExhausted,
+        LeaseError::InvalidName { .. } => Reason::InvalidName,
+        LeaseError::TtlOutOfRange { .. } => Reason::TtlOutOfRange,
+        LeaseError::InvalidArgument(_) => Reason::InvalidArgument,
+        LeaseError::SessionNotFound(_) => Reason::SessionNotFound,
+        LeaseError::WaitNotFound { .. } => Reason::WaitNotFound,
+        LeaseError::NotHolder { .. } => Reason::NotHolder,
+        LeaseError::StaleToken { .. } => Reason::StaleToken,
+        LeaseError::PermitsMismatch { .. } => Reason::PermitsMismatch,
+        LeaseError::RequestReleased { .. } => Reason::RequestReleased,
+        LeaseError::RequestFinished { .. } => Reason::RequestFinished,
+        LeaseError::RequestAcknowledged { .. } => Reason::RequestAcknowledged,
+        LeaseError::AlreadyHeld { .. } => Reason::AlreadyHeld,
+        LeaseError::AlreadyWaiting { .. } => Reason::AlreadyWaiting,
+        LeaseError::WaitCancelled { .. } => Reason::WaitCancelled,
+        LeaseError::TooManyWaiters { .. } => Reason::TooManyWaiters,
+        LeaseError::TooManyLocks { .. } => Reason::TooManyLocks,
+        LeaseError::TooManyUnacknowledged { .. } => Reason::TooManyUnacknowledged,
     }
 }
 
@@ -160,20 +174,20 @@ pub fn lease_code(e: &LeaseError) -> Code {
 pub fn status(e: NodeError) -> Status {
     match &e {
         NodeError::NotLeader { leader_addr, .. } => {
-            let mut s = Status::unavailable(e.to_string());
+            let mut metadata = tonic::metadata::MetadataMap::new();
             if let Some(addr) = leader_addr {
                 if let Ok(v) = addr.parse() {
-                    s.metadata_mut().insert(LEADER_METADATA_KEY, v);
+                    metadata.insert(LEADER_METADATA_KEY, v);
                 }
             }
-            s
+            reason::status_with_metadata(Reason::NotLeader, e.to_string(), metadata)
         }
         NodeError::Lease(l) => lease_status(l.clone()),
-        NodeError::Unavailable(_) => Status::unavailable(e.to_string()),
-        NodeError::WaitTimedOut(_) => Status::deadline_exceeded(e.to_string()),
-        NodeError::InvalidArgument(_) => Status::invalid_argument(e.to_string()),
-        NodeError::Stopped(_) => Status::unavailable(e.to_string()),
-        NodeError::PermissionDenied(m) => Status::permission_denied(m.clone()),
-        NodeError::ResourceExhausted(m) => Status::resource_exhausted(m.clone()),
+        NodeError::Unavailable(_) => reason::status(Reason::NoQuorum, e.to_string()),
+        NodeError::WaitTimedOut(_) => reason::status(Reason::WaitTimedOut, e.to_string()),
+        NodeError::InvalidArgument(_) => reason::status(Reason::InvalidArgument, e.to_string()),
+        NodeError::Stopped(_) => reason::status(Reason::Stopping, e.to_string()),
+        NodeError::PermissionDenied(m) => reason::status(Reason::PermissionDenied, m.clone()),
+        NodeError::ResourceExhausted(m) => reason::status(Reason::LimitExceeded, m.clone()),
     }
 }

@@ -10,6 +10,7 @@ use crate::auth::{caller, Access};
 use crate::node::Node;
 use crate::waits::Waits;
 use futures::Stream;
+use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1::election_server::Election as ElectionApi;
 use raftlock_proto::v1::*;
 use raftlock_store::machine::{Command, Grant, Mode};
@@ -90,7 +91,10 @@ impl ElectionApi for ElectionService {
                         leader: Some(grant(&g)),
                     }))
                 }
-                Acquired::Busy(_) => Err(Status::internal("a waiting campaign answered busy")),
+                Acquired::Busy(_) => Err(reason::status(
+                    Reason::Internal,
+                    "a waiting campaign answered busy",
+                )),
             }
         }
         .instrument(span)

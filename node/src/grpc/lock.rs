@@ -9,6 +9,7 @@ use crate::node::{Node, NodeError};
 use crate::waits::{WaitResult, Waits};
 use futures::Stream;
 use raftlock_proto::limits;
+use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1::lock_server::Lock as LockApi;
 use raftlock_proto::v1::*;
 use raftlock_store::machine::{Command, Grant, LeaseError, Mode, Reply, RequestId, WaitEnd};
@@ -163,18 +164,19 @@ fn check_acquire_limits(node: &Node, a: &AcquireArgs) -> Result<(), NodeError> {
     }
     let limits = &node.limits;
     if s.held.len() + s.waiting.len() >= limits.max_locks_per_session {
-        return Err(NodeError::ResourceExhausted(format!(
-            "session {} already holds or waits for {} locks, the limit per session",
-            a.session, limits.max_locks_per_session
-        )));
+        // The same refusal the state machine gives at its own bound.
+        return Err(NodeError::Lease(LeaseError::TooManyLocks {
+            session: a.session,
+            max: limits.max_locks_per_session,
+        }));
     }
     if a.wait.is_some() {
         if let Some(lock) = state.machine.lock(&a.name) {
             if lock.waiters.len() >= limits.max_waiters_per_lock {
-                return Err(NodeError::ResourceExhausted(format!(
-                    "lock {:?} already has {} waiters, the limit per lock",
-                    a.name, limits.max_waiters_per_lock
-                )));
+                return Err(NodeError::Lease(LeaseError::TooManyWaiters {
+                    name: a.name.clone(),
+                    max: limits.max_waiters_per_lock,
+                }));
             }
         }
     }
@@ -272,7 +274,10 @@ impl LockService {
                 (_, Reply::Released { granted }) => Ok(ReleaseResponse {
                     granted: granted.iter().map(grant).collect(),
                 }),
-                (_, other) => Err(Status::internal(format!("unexpected reply {other}"))),
+                (_, other) => Err(reason::status(
+                    Reason::Internal,
+                    format!("unexpected reply {other}"),
+                )),
             }
         }
         .instrument(span)
@@ -318,6 +323,9 @@ fn pipeline_error(s: &Status) -> PipelineError {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_owned(),
+        reason: reason::of(s)
+            .map(|r| r.as_str().to_owned())
+            .unwrap_or_default(),
     }
 }
 
@@ -399,7 +407,8 @@ impl LockApi for LockService {
                 };
                 let id = req.id;
                 let Some(call) = req.call else {
-                    let e = Status::invalid_argument(
+                    let e = reason::status(
+                        Reason::InvalidArgument,
                         "a pipeline request needs an acquire or a release",
                     );
                     let _ = tx.send(Ok(refusal(id, &e))).await;
@@ -546,7 +555,10 @@ impl LockApi for LockService {
                         granted: granted.iter().map(grant).collect(),
                     }))
                 }
-                (_, other) => Err(Status::internal(format!("unexpected reply {other}"))),
+                (_, other) => Err(reason::status(
+                    Reason::Internal,
+                    format!("unexpected reply {other}"),
+                )),
             }
         }
         .instrument(span)

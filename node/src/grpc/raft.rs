@@ -3,6 +3,7 @@
 //! and encodes `Result<response, error>` back in the request's format.
 
 use crate::peer_codec;
+use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1::raft_server::Raft as RaftService;
 use raftlock_proto::v1::RaftPayload;
 use raftlock_store::Raft;
@@ -23,8 +24,12 @@ impl PeerService {
 
 /// A request and whether it came binary (the reply goes back the same way).
 fn decode<T: serde::de::DeserializeOwned>(req: Request<RaftPayload>) -> Result<(T, bool), Status> {
-    peer_codec::decode_request(&req.into_inner().data)
-        .map_err(|e| Status::invalid_argument(format!("undecodable raft message: {e}")))
+    peer_codec::decode_request(&req.into_inner().data).map_err(|e| {
+        reason::status(
+            Reason::InvalidArgument,
+            format!("undecodable raft message: {e}"),
+        )
+    })
 }
 
 fn encode<T: Serialize, E: Serialize>(
@@ -33,7 +38,7 @@ fn encode<T: Serialize, E: Serialize>(
 ) -> Result<Response<RaftPayload>, Status> {
     peer_codec::encode_reply(value, binary)
         .map(|data| Response::new(RaftPayload { data }))
-        .map_err(|e| Status::internal(format!("cannot encode raft reply: {e}")))
+        .map_err(|e| reason::status(Reason::Internal, format!("cannot encode raft reply: {e}")))
 }
 
 #[tonic::async_trait]

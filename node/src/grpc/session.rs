@@ -5,6 +5,7 @@ use crate::auth::{caller, Access};
 use crate::lease::LeaseDriver;
 use crate::node::{Node, NodeError};
 use futures::Stream;
+use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1::session_server::Session as SessionApi;
 use raftlock_proto::v1::*;
 use raftlock_store::machine::{Command, Reply};
@@ -114,7 +115,7 @@ impl SessionApi for SessionService {
                         ttl_ms,
                     }))
                 }
-                (_, other) => Err(Status::internal(format!("unexpected reply {other}"))),
+                (_, other) => Err(reason::status(Reason::Internal, format!("unexpected reply {other}"))),
             }
         }
         .instrument(span)
@@ -235,7 +236,10 @@ impl SessionApi for SessionService {
                 (_, Reply::SessionClosed { released }) => {
                     Ok(Response::new(CloseSessionResponse { released }))
                 }
-                (_, other) => Err(Status::internal(format!("unexpected reply {other}"))),
+                (_, other) => Err(reason::status(
+                    Reason::Internal,
+                    format!("unexpected reply {other}"),
+                )),
             }
         }
         .instrument(span)
