@@ -92,7 +92,9 @@ fn classify(e: Error) -> OpError {
         // can be lost): indeterminate, never a definite failure.
         Error::WaitTimedOut(_) => OpError::Unknown(e.to_string()),
         Error::SessionLost(_) => OpError::Unknown(e.to_string()),
-        Error::Server { .. } => OpError::Unknown(e.to_string()),
+        // A fault of the server's own, or an answer this library cannot
+        // read: the call may have taken effect.
+        Error::Server { .. } | Error::Internal(_) => OpError::Unknown(e.to_string()),
         other => OpError::Fail(other.to_string()),
     }
 }

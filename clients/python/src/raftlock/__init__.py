@@ -1,0 +1,63 @@
+"""raftlock: distributed locks with fencing tokens, a server-side FIFO
+queue and a lost-lock signal, from a Raft-replicated cluster.
+
+``raftlock.Client`` is the asyncio client (:mod:`raftlock.aio`);
+:mod:`raftlock.sync` has the same API for code that is not asyncio.
+Errors are in :mod:`raftlock.errors`.
+"""
+
+from . import errors, helpers, sync
+from .aio import (
+    Client,
+    Description,
+    Grant,
+    Guard,
+    Leadership,
+    LockRequest,
+    Session,
+    Tls,
+    safety_margin,
+)
+from .errors import (
+    AlreadyHeld,
+    InvalidArgument,
+    LimitExceeded,
+    LockTimeout,
+    NotHolder,
+    PermissionDenied,
+    RaftlockError,
+    SessionGone,
+    SessionLost,
+    StaleToken,
+    Unauthenticated,
+    Unavailable,
+)
+from .helpers import run_once
+
+__all__ = [
+    "Client",
+    "Description",
+    "Grant",
+    "Guard",
+    "Leadership",
+    "LockRequest",
+    "Session",
+    "Tls",
+    "safety_margin",
+    "errors",
+    "helpers",
+    "sync",
+    "run_once",
+    "AlreadyHeld",
+    "InvalidArgument",
+    "LimitExceeded",
+    "LockTimeout",
+    "NotHolder",
+    "PermissionDenied",
+    "RaftlockError",
+    "SessionGone",
+    "SessionLost",
+    "StaleToken",
+    "Unauthenticated",
+    "Unavailable",
+]

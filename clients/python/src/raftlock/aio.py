@@ -1,0 +1,782 @@
+"""The asyncio client: sessions kept alive in the background, locks with
+fencing tokens, elections. The synchronous API (:mod:`raftlock.sync`) runs
+this same code on a loop of its own.
+
+Example (against ``raftlockd dev``)::
+
+    import asyncio, raftlock
+
+    async def main() -> None:
+        async with raftlock.Client("127.0.0.1:7000,127.0.0.1:7001") as client:
+            async with await client.session(ttl=10) as session:
+                async with session.lock("payments/settle", timeout=5) as guard:
+                    print("token", guard.token)   # pass it to every write
+
+    asyncio.run(main())
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Awaitable, Callable, Optional, Sequence, TypeVar, Union
+
+import grpc
+
+from . import errors
+from .errors import (
+    LockTimeout,
+    RaftlockError,
+    SessionGone,
+    SessionLost,
+    Unavailable,
+)
+from .v1 import raftlock_pb2 as pb
+from .v1 import raftlock_pb2_grpc as rpc
+
+#: Trailing metadata key naming the leader's client address when a follower
+#: refuses a call.
+LEADER_METADATA_KEY = "raftlock-leader"
+
+T = TypeVar("T")
+
+
+def _stub(cls: Any, channel: grpc.aio.Channel) -> Any:
+    """A generated stub (the generated code carries no type annotations)."""
+    return cls(channel)
+
+
+def safety_margin(ttl: float) -> float:
+    """The part of a TTL this client does not count on (DESIGN.md rule 4):
+    a tenth, at least 0.1 s, as the Rust client.
+
+    >>> safety_margin(10.0)
+    1.0
+    """
+    return max(ttl / 10.0, 0.1)
+
+
+@dataclass(frozen=True)
+class Tls:
+    """TLS settings: the CA that signed the nodes' certificates (PEM bytes),
+    and optionally this client's certificate and key for mTLS."""
+
+    ca: bytes
+    cert: Optional[bytes] = None
+    key: Optional[bytes] = None
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A holder of a lock: its fencing token, session, metadata."""
+
+    name: str
+    token: int
+    session_id: int
+    granted_at_ms: int
+    metadata: bytes
+    shared: bool
+
+    @staticmethod
+    def _from(g: pb.Grant) -> "Grant":
+        return Grant(
+            name=g.name,
+            token=g.token,
+            session_id=g.session_id,
+            granted_at_ms=g.granted_at_ms,
+            metadata=bytes(g.metadata),
+            shared=g.mode == pb.LOCK_MODE_SHARED,
+        )
+
+
+@dataclass(frozen=True)
+class Description:
+    """Holders and waiters of a lock (a linearizable read)."""
+
+    name: str
+    permits: int
+    holders: list[Grant]
+    waiting_sessions: list[int]
+
+
+def _endpoints(endpoints: Union[str, Sequence[str]]) -> list[str]:
+    if isinstance(endpoints, str):
+        endpoints = endpoints.split(",")
+    out = [e.strip() for e in endpoints if e.strip()]
+    if not out:
+        raise errors.InvalidArgument("no endpoints given")
+    return out
+
+
+def _retryable(e: grpc.RpcError) -> bool:
+    code = e.code()
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNKNOWN, grpc.StatusCode.CANCELLED):
+        return True
+    # A DEADLINE_EXCEEDED without a reason is this client's own attempt
+    # timeout, not a verdict of the server's.
+    return code == grpc.StatusCode.DEADLINE_EXCEEDED and errors.reason_of(e) is None
+
+
+class Client:
+    """A handle to a raftlock cluster. It finds the leader itself (following
+    the ``raftlock-leader`` hint of a follower), retries unavailability with
+    jittered backoff until ``deadline`` seconds, and keeps all its
+    sessions alive over one stream.
+
+    ``endpoints`` is a list of ``host:port`` or a comma-separated string;
+    ``token`` a bearer token for clusters with authentication; ``tls`` the
+    CA (and client certificate) for clusters with TLS; ``interceptors``
+    gRPC client interceptors (tracing, metrics) applied to every call.
+    """
+
+    def __init__(
+        self,
+        endpoints: Union[str, Sequence[str]],
+        *,
+        tls: Optional[Tls] = None,
+        token: Optional[str] = None,
+        deadline: float = 15.0,
+        attempt_timeout: float = 6.0,
+        client_name: Optional[str] = None,
+        interceptors: Optional[Sequence[grpc.aio.ClientInterceptor]] = None,
+    ) -> None:
+        self._endpoints = _endpoints(endpoints)
+        self._tls = tls
+        self._token = token
+        self._interceptors = list(interceptors or [])
+        self.deadline = deadline
+        self.attempt_timeout = attempt_timeout
+        self.client_name = client_name or f"python:{socket.gethostname()}:{os.getpid()}"
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._leader: Optional[str] = None
+        self._next = 0
+        self._keepalive = _KeepAlives(self)
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Stops keep-alives and closes connections (sessions are left to
+        expire; close them first to release their locks at once)."""
+        await self._keepalive.stop()
+        for ch in self._channels.values():
+            await ch.close(None)
+        self._channels.clear()
+
+    # -- transport ---------------------------------------------------------
+
+    def _channel(self, addr: str) -> grpc.aio.Channel:
+        ch = self._channels.get(addr)
+        if ch is None:
+            options = [("grpc.keepalive_time_ms", 1000), ("grpc.keepalive_timeout_ms", 2000)]
+            if self._tls is not None:
+                creds = grpc.ssl_channel_credentials(
+                    root_certificates=self._tls.ca,
+                    private_key=self._tls.key,
+                    certificate_chain=self._tls.cert,
+                )
+                ch = grpc.aio.secure_channel(
+                    addr, creds, options=options, interceptors=self._interceptors or None
+                )
+            else:
+                ch = grpc.aio.insecure_channel(
+                    addr, options=options, interceptors=self._interceptors or None
+                )
+            self._channels[addr] = ch
+        return ch
+
+    def _metadata(self) -> Optional[list[tuple[str, str]]]:
+        return [("authorization", f"Bearer {self._token}")] if self._token else None
+
+    def _target(self) -> str:
+        if self._leader is not None:
+            return self._leader
+        addr = self._endpoints[self._next % len(self._endpoints)]
+        self._next += 1
+        return addr
+
+    def _learn(self, addr: str, e: grpc.RpcError) -> None:
+        hint = errors.metadata_value(e, LEADER_METADATA_KEY)
+        if hint:
+            self._leader = hint
+        elif self._leader == addr:
+            self._leader = None
+
+    async def _call(
+        self,
+        invoke: Callable[[grpc.aio.Channel, float, Optional[list[tuple[str, str]]]], Awaitable[T]],
+        extra_timeout: float = 0.0,
+    ) -> T:
+        """Runs one logical call on the leader, retrying elsewhere until
+        the deadline; a refusal is raised as its typed error."""
+        stop = time.monotonic() + self.deadline + extra_timeout
+        backoff = 0.025
+        last: Optional[RaftlockError] = None
+        while True:
+            addr = self._target()
+            try:
+                return await invoke(
+                    self._channel(addr), self.attempt_timeout + extra_timeout, self._metadata()
+                )
+            except grpc.RpcError as e:
+                if not _retryable(e):
+                    raise errors.from_rpc_error(e) from None
+                self._learn(addr, e)
+                last = errors.from_rpc_error(e)
+            if time.monotonic() + backoff > stop:
+                raise Unavailable(f"cluster unavailable: {last}") from None
+            await asyncio.sleep(backoff * (0.5 + random.random()))
+            backoff = min(backoff * 2, 0.8)
+
+    # -- API ---------------------------------------------------------------
+
+    async def session(self, ttl: float = 10.0, name: Optional[str] = None) -> "Session":
+        """Creates a session with ``ttl`` seconds to live without keep-alives
+        (1 s to 10 min) and keeps it alive every TTL/3 in the background.
+        A retried creation reuses its key, so a lost answer leaves no
+        orphan session."""
+        key = uuid.uuid4().bytes
+        req = pb.CreateSessionRequest(
+            ttl_ms=int(ttl * 1000), client_name=name or self.client_name, creation_key=key
+        )
+        sent = time.monotonic()
+
+        async def create(ch: grpc.aio.Channel, t: float, md: object) -> pb.CreateSessionResponse:
+            r: pb.CreateSessionResponse = await _stub(rpc.SessionStub, ch).Create(req, timeout=t, metadata=md)
+            return r
+
+        resp = await self._call(create)
+        granted = resp.ttl_ms / 1000.0 if resp.ttl_ms else ttl
+        s = Session(self, resp.session_id, granted, sent)
+        self._keepalive.add(s)
+        return s
+
+    async def validate(self, name: str, token: int) -> bool:
+        """Whether ``token`` belongs to a current holder of ``name`` (a
+        linearizable read; Chubby's CheckSequencer)."""
+
+        async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.ValidateResponse:
+            r: pb.ValidateResponse = await _stub(rpc.LockStub, ch).Validate(
+                pb.ValidateRequest(name=name, token=token), timeout=t, metadata=md
+            )
+            return r
+
+        return (await self._call(call)).valid
+
+    async def describe(self, name: str) -> Description:
+        """Holders (with tokens) and waiters of ``name``."""
+
+        async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.DescribeResponse:
+            r: pb.DescribeResponse = await _stub(rpc.LockStub, ch).Describe(
+                pb.DescribeRequest(name=name), timeout=t, metadata=md
+            )
+            return r
+
+        d = await self._call(call)
+        return Description(
+            name=d.name,
+            permits=d.permits,
+            holders=[Grant._from(g) for g in d.holders],
+            waiting_sessions=[w.session_id for w in d.waiters],
+        )
+
+    async def leader(self, election: str) -> Optional[Grant]:
+        """The current leader of ``election`` (a linearizable read), or
+        ``None``."""
+
+        async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.LeaderResponse:
+            r: pb.LeaderResponse = await _stub(rpc.ElectionStub, ch).Leader(
+                pb.LeaderRequest(name=election), timeout=t, metadata=md
+            )
+            return r
+
+        r = await self._call(call)
+        return Grant._from(r.leader) if r.HasField("leader") else None
+
+    async def observe(self, election: str) -> AsyncIterator[Optional[Grant]]:
+        """Yields the leader of ``election`` now and at every change, through
+        failovers (the stream is reopened on the new leader; a change may be
+        seen twice, never missed for long)."""
+        last: Optional[int] = -1
+        backoff = 0.05
+        while True:
+            addr = self._target()
+            try:
+                stream = _stub(rpc.ElectionStub, self._channel(addr)).Observe(
+                    pb.LeaderRequest(name=election), metadata=self._metadata()
+                )
+                async for r in stream:
+                    backoff = 0.05
+                    g = Grant._from(r.leader) if r.HasField("leader") else None
+                    token = g.token if g else None
+                    if token != last:
+                        last = token
+                        yield g
+            except grpc.RpcError as e:
+                if not _retryable(e):
+                    raise errors.from_rpc_error(e) from None
+                self._learn(addr, e)
+            else:
+                self._leader = None
+            await asyncio.sleep(backoff * (0.5 + random.random()))
+            backoff = min(backoff * 2, 0.8)
+
+
+class Session:
+    """A lease on the cluster that owns locks. It stays valid while
+    keep-alives are acknowledged in time: until the send time of the last
+    acknowledged one + TTL − margin. Past that, or when the server says it
+    is gone, it is lost for good: ``valid`` turns false, ``await lost()``
+    returns, and callbacks added with ``on_lost`` run.
+    """
+
+    def __init__(self, client: Client, session_id: int, ttl: float, created: float) -> None:
+        self.client = client
+        self.id = session_id
+        self.ttl = ttl
+        self._until = created + ttl - safety_margin(ttl)
+        self._ended: Optional[RaftlockError] = None
+        self._lost = asyncio.Event()
+        self._callbacks: list[Callable[[RaftlockError], None]] = []
+        self._watch: Optional[asyncio.Task[None]] = None
+        self._seq = 0
+        self._waiting: set[int] = set()
+        self._watch = asyncio.get_running_loop().create_task(self._watch_deadline())
+
+    async def __aenter__(self) -> "Session":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def valid(self) -> bool:
+        """Whether this client may still count on the session."""
+        return self._ended is None and time.monotonic() < self._until
+
+    @property
+    def valid_until(self) -> float:
+        """The local deadline (``time.monotonic()`` scale); it moves forward
+        with every acknowledged keep-alive."""
+        return self._until
+
+    def check(self) -> None:
+        """Raises :class:`SessionLost` unless the session is valid."""
+        if not self.valid:
+            raise self._ended or SessionLost(f"session {self.id} lost: no keep-alive acknowledged in time")
+
+    async def lost(self) -> RaftlockError:
+        """Waits until the session is lost or closed; returns why."""
+        while True:
+            if not self.valid:
+                self._end(SessionLost(f"session {self.id} lost: no keep-alive acknowledged in time"))
+                assert self._ended is not None
+                return self._ended
+            try:
+                await asyncio.wait_for(self._lost.wait(), max(0.0, self._until - time.monotonic()))
+            except asyncio.TimeoutError:
+                pass
+
+    def on_lost(self, callback: Callable[[RaftlockError], None]) -> None:
+        """Calls ``callback(reason)`` once, when the session is lost."""
+        self._callbacks.append(callback)
+
+    async def _watch_deadline(self) -> None:
+        reason = await self.lost()
+        for cb in self._callbacks:
+            cb(reason)
+
+    def _acknowledged(self, sent: float) -> None:
+        if self._ended is not None:
+            return
+        if time.monotonic() >= self._until:
+            # Too late: a renewal answered after the deadline revives nothing.
+            self._end(SessionLost(f"session {self.id} lost: no keep-alive acknowledged in time"))
+            return
+        self._until = max(self._until, sent + self.ttl - safety_margin(self.ttl))
+
+    def _end(self, reason: RaftlockError) -> None:
+        if self._ended is None:
+            self._ended = reason
+            self._lost.set()
+            self.client._keepalive.remove(self.id)
+
+    async def close(self) -> None:
+        """Ends the session on the server: its locks are released and its
+        waits cancelled at once."""
+        self._end(SessionGone(f"session {self.id} closed"))
+
+        async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.CloseSessionResponse:
+            r: pb.CloseSessionResponse = await _stub(rpc.SessionStub, ch).Close(
+                pb.CloseSessionRequest(session_id=self.id), timeout=t, metadata=md
+            )
+            return r
+
+        try:
+            await self.client._call(call)
+        except SessionGone:
+            pass
+        finally:
+            if self._watch is not None:
+                self._watch.cancel()
+
+    # -- exactly-once numbering (Raft dissertation §6.3) --------------------
+
+    def _ticket(self) -> int:
+        self._seq += 1
+        self._waiting.add(self._seq)
+        return self._seq
+
+    def _acked_below(self, seq: int) -> int:
+        return min(min(self._waiting, default=seq), seq)
+
+    def _done(self, seq: int) -> None:
+        self._waiting.discard(seq)
+
+    # -- locks -------------------------------------------------------------
+
+    def lock(
+        self,
+        name: str,
+        *,
+        timeout: Optional[float] = 3600.0,
+        shared: bool = False,
+        permits: int = 0,
+        metadata: bytes = b"",
+    ) -> "LockRequest":
+        """A lock request: ``async with session.lock(name, timeout=5) as g``
+        waits in the server's FIFO queue up to ``timeout`` seconds (raising
+        :class:`LockTimeout`), or ``await session.lock(...)`` returns the
+        guard. ``permits=N`` makes a counting semaphore; ``shared`` a read
+        lock; ``metadata`` is shown to anyone who describes the lock."""
+        return LockRequest(self, name, timeout, shared, permits, metadata)
+
+    async def try_lock(
+        self, name: str, *, shared: bool = False, permits: int = 0, metadata: bytes = b""
+    ) -> Optional["Guard"]:
+        """Takes the lock if it is free now; ``None`` if it is held."""
+        return await LockRequest(self, name, None, shared, permits, metadata)._acquire(wait=False)
+
+    async def campaign(self, election: str, value: bytes = b"", timeout: Optional[float] = 3600.0) -> "Leadership":
+        """Waits to become the leader of ``election`` (FIFO among
+        candidates), publishing ``value``; raises :class:`LockTimeout` after
+        ``timeout`` seconds."""
+        self.check()
+        seq = self._ticket()
+        request_id = uuid.uuid4().bytes
+        wait_ms = None if timeout is None else int(timeout * 1000)
+        try:
+
+            async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.CampaignResponse:
+                req = pb.CampaignRequest(
+                    name=election,
+                    session_id=self.id,
+                    request_id=request_id,
+                    value=value,
+                    wait_timeout_ms=wait_ms,
+                    seq=seq,
+                    acked_below=self._acked_below(seq),
+                )
+                r: pb.CampaignResponse = await _stub(rpc.ElectionStub, ch).Campaign(req, timeout=t, metadata=md)
+                return r
+
+            r = await self.client._call(call, extra_timeout=timeout or 0.0)
+        except errors.SessionGone:
+            self._end(SessionGone(f"session {self.id} is gone"))
+            raise
+        finally:
+            self._done(seq)
+        if not r.HasField("leader"):
+            raise LockTimeout(f"not elected leader of {election!r} in time")
+        return Leadership(self, election, r.leader.token)
+
+
+class LockRequest:
+    """What :meth:`Session.lock` returns: await it, or use it as an async
+    context manager."""
+
+    def __init__(
+        self,
+        session: Session,
+        name: str,
+        timeout: Optional[float],
+        shared: bool,
+        permits: int,
+        metadata: bytes,
+    ) -> None:
+        self.session = session
+        self.name = name
+        self.timeout = timeout
+        self.shared = shared
+        self.permits = permits
+        self.metadata = metadata
+        self._guard: Optional[Guard] = None
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        return self._acquire_or_raise().__await__()
+
+    async def __aenter__(self) -> "Guard":
+        self._guard = await self._acquire_or_raise()
+        return self._guard
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._guard is not None:
+            await self._guard.release()
+
+    async def _acquire_or_raise(self) -> "Guard":
+        g = await self._acquire(wait=True)
+        if g is None:
+            raise LockTimeout(f"timed out waiting for lock {self.name!r}")
+        return g
+
+    async def _acquire(self, wait: bool) -> Optional["Guard"]:
+        s = self.session
+        s.check()
+        seq = s._ticket()
+        request_id = uuid.uuid4().bytes
+        wait_ms = int(self.timeout * 1000) if (wait and self.timeout is not None) else None
+        if wait and self.timeout is None:
+            wait_ms = 3_600_000
+        try:
+
+            async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.AcquireResponse:
+                req = pb.AcquireRequest(
+                    session_id=s.id,
+                    name=self.name,
+                    request_id=request_id,
+                    mode=pb.LOCK_MODE_SHARED if self.shared else pb.LOCK_MODE_EXCLUSIVE,
+                    permits=self.permits,
+                    wait_timeout_ms=wait_ms,
+                    metadata=self.metadata,
+                    seq=seq,
+                    acked_below=s._acked_below(seq),
+                )
+                r: pb.AcquireResponse = await _stub(rpc.LockStub, ch).Acquire(req, timeout=t, metadata=md)
+                return r
+
+            r = await s.client._call(call, extra_timeout=(wait_ms or 0) / 1000.0)
+        except LockTimeout:
+            return None
+        except SessionGone:
+            s._end(SessionGone(f"session {s.id} is gone"))
+            raise
+        finally:
+            s._done(seq)
+        if not r.acquired:
+            return None
+        return Guard(s, Grant._from(r.grant))
+
+
+class Guard:
+    """A held lock. ``token`` is its fencing token: pass it with every write
+    to the resource the lock protects, which must refuse a token lower than
+    the highest it has seen. ``valid`` turns false, and ``await lost()``
+    returns, before anyone else can be granted the lock."""
+
+    def __init__(self, session: Session, grant: Grant) -> None:
+        self.session = session
+        self.grant = grant
+        self._released = False
+
+    @property
+    def token(self) -> int:
+        """The fencing token."""
+        return self.grant.token
+
+    @property
+    def name(self) -> str:
+        """The lock's name."""
+        return self.grant.name
+
+    @property
+    def valid(self) -> bool:
+        """Whether the lock is still this holder's to act on."""
+        return not self._released and self.session.valid
+
+    def check(self) -> None:
+        """Raises :class:`SessionLost` unless the lock is still held."""
+        if self._released:
+            raise errors.NotHolder(f"lock {self.name!r} was released")
+        self.session.check()
+
+    async def lost(self) -> RaftlockError:
+        """Waits until the lock can no longer be counted on; returns why."""
+        return await self.session.lost()
+
+    async def release(self) -> None:
+        """Releases the lock; the next waiter is granted in the same step."""
+        if self._released:
+            return
+        self._released = True
+        if not self.session.valid:
+            return
+        s = self.session
+
+        async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.ReleaseResponse:
+            r: pb.ReleaseResponse = await _stub(rpc.LockStub, ch).Release(
+                pb.ReleaseRequest(session_id=s.id, name=self.name, token=self.token),
+                timeout=t,
+                metadata=md,
+            )
+            return r
+
+        try:
+            await s.client._call(call)
+        except errors.NotHolder:
+            # A retried release whose first attempt landed.
+            pass
+
+
+class Leadership:
+    """Leadership of an election: ``token`` fences the leader's actions;
+    ``proclaim`` publishes a new value; ``resign`` steps down."""
+
+    def __init__(self, session: Session, election: str, token: int) -> None:
+        self.session = session
+        self.election = election
+        self.token = token
+
+    @property
+    def valid(self) -> bool:
+        """Whether this is still the leader's to act on."""
+        return self.session.valid
+
+    async def proclaim(self, value: bytes) -> None:
+        """Publishes ``value`` as the leader's."""
+        s = self.session
+
+        async def call(ch: grpc.aio.Channel, t: float, md: object) -> object:
+            return await _stub(rpc.ElectionStub, ch).Proclaim(
+                pb.ProclaimRequest(name=self.election, session_id=s.id, token=self.token, value=value),
+                timeout=t,
+                metadata=md,
+            )
+
+        await s.client._call(call)
+
+    async def resign(self) -> None:
+        """Steps down; the next candidate is elected in the same step."""
+        s = self.session
+
+        async def call(ch: grpc.aio.Channel, t: float, md: object) -> object:
+            return await _stub(rpc.ElectionStub, ch).Resign(
+                pb.ResignRequest(name=self.election, session_id=s.id, token=self.token),
+                timeout=t,
+                metadata=md,
+            )
+
+        try:
+            await s.client._call(call)
+        except errors.NotHolder:
+            pass
+
+
+class _KeepAlives:
+    """One keep-alive stream for all of a client's sessions, as etcd's
+    clients share one LeaseKeepAlive stream. Each session is renewed every
+    TTL/3 from the send time of its last acknowledged renewal."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.sessions: dict[int, Session] = {}
+        self.task: Optional[asyncio.Task[None]] = None
+
+    def add(self, s: Session) -> None:
+        self.sessions[s.id] = s
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self._run())
+
+    def remove(self, session_id: int) -> None:
+        self.sessions.pop(session_id, None)
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            try:
+                await self.task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    async def _run(self) -> None:
+        due: dict[int, float] = {sid: time.monotonic() + s.ttl / 3 for sid, s in self.sessions.items()}
+        backoff = 0.05
+        while self.sessions:
+            addr = self.client._target()
+            queue: asyncio.Queue[Optional[pb.KeepAliveRequest]] = asyncio.Queue()
+            pending: dict[int, float] = {}
+
+            async def requests() -> AsyncIterator[pb.KeepAliveRequest]:
+                while True:
+                    r = await queue.get()
+                    if r is None:
+                        return
+                    yield r
+
+            interval = min((s.ttl / 3 for s in self.sessions.values()), default=1.0)
+            patience = min(interval, 2.0)
+            call = _stub(rpc.SessionStub, self.client._channel(addr)).KeepAlive(
+                requests(), metadata=self.client._metadata()
+            )
+
+            async def reader() -> None:
+                async for resp in call:
+                    sent = pending.pop(resp.session_id, None)
+                    s = self.sessions.get(resp.session_id)
+                    if sent is None or s is None:
+                        continue
+                    if resp.gone:
+                        s._end(SessionGone(f"session {s.id} is gone (expired or closed)"))
+                    else:
+                        s._acknowledged(sent)
+                        due[s.id] = sent + s.ttl / 3
+                    self.client._leader = addr
+
+            read = asyncio.get_running_loop().create_task(reader())
+            try:
+                while self.sessions and not read.done():
+                    now = time.monotonic()
+                    if any(now - sent > patience for sent in pending.values()):
+                        # Frozen, partitioned or deposed: try elsewhere.
+                        if self.client._leader == addr:
+                            self.client._leader = None
+                        break
+                    for sid, s in list(self.sessions.items()):
+                        due.setdefault(sid, now + s.ttl / 3)
+                        if not s.valid:
+                            s._end(SessionLost(f"session {sid} lost: no keep-alive acknowledged in time"))
+                            continue
+                        if due[sid] <= now and sid not in pending:
+                            pending[sid] = now
+                            queue.put_nowait(pb.KeepAliveRequest(session_id=sid, shared=True))
+                    await asyncio.sleep(0.05)
+                if read.done() and read.exception() is not None:
+                    exc = read.exception()
+                    if isinstance(exc, grpc.RpcError):
+                        if not _retryable(exc):
+                            err = errors.from_rpc_error(exc)
+                            for s in list(self.sessions.values()):
+                                s._end(err)
+                            return
+                        self.client._learn(addr, exc)
+                elif read.done():
+                    # The server ended the stream (stepping down).
+                    if self.client._leader == addr:
+                        self.client._leader = None
+            finally:
+                queue.put_nowait(None)
+                read.cancel()
+                call.cancel()
+            # Whatever was in flight died with the stream: everything is due.
+            now = time.monotonic()
+            for sid in self.sessions:
+                due[sid] = now
+            await asyncio.sleep(backoff * (0.5 + random.random()))
+            backoff = min(backoff * 2, max(0.05, min(interval / 4, 0.25)))

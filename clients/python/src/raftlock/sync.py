@@ -1,0 +1,222 @@
+"""The synchronous API: the same client as :mod:`raftlock.aio`, run on an
+event loop in a background thread, for code that is not asyncio.
+
+Example (against ``raftlockd dev``)::
+
+    import raftlock.sync as raftlock
+
+    with raftlock.Client("127.0.0.1:7000,127.0.0.1:7001") as client:
+        with client.session(ttl=10) as session:
+            with session.lock("payments/settle", timeout=5) as guard:
+                settle(fencing_token=guard.token)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import Future
+from typing import Any, Coroutine, Iterator, Optional, Sequence, TypeVar, Union
+
+from . import aio
+from .aio import Description, Grant, Tls
+from .errors import LockTimeout, RaftlockError
+
+T = TypeVar("T")
+
+__all__ = ["Client", "Session", "Guard", "Leadership", "Grant", "Description", "Tls"]
+
+
+class _Loop:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="raftlock", daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: Optional[float] = None) -> T:
+        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return fut.result(timeout)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+class Client:
+    """A handle to a raftlock cluster (see :class:`raftlock.aio.Client`)."""
+
+    def __init__(
+        self,
+        endpoints: Union[str, Sequence[str]],
+        *,
+        tls: Optional[Tls] = None,
+        token: Optional[str] = None,
+        deadline: float = 15.0,
+        client_name: Optional[str] = None,
+    ) -> None:
+        self._loop = _Loop()
+
+        async def make() -> aio.Client:
+            return aio.Client(endpoints, tls=tls, token=token, deadline=deadline, client_name=client_name)
+
+        self._inner = self._loop.run(make())
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stops keep-alives, closes connections and the loop thread."""
+        self._loop.run(self._inner.close())
+        self._loop.stop()
+
+    def session(self, ttl: float = 10.0, name: Optional[str] = None) -> "Session":
+        """Creates a session kept alive in the background."""
+        return Session(self, self._loop.run(self._inner.session(ttl, name)))
+
+    def validate(self, name: str, token: int) -> bool:
+        """Whether ``token`` belongs to a current holder of ``name``."""
+        return self._loop.run(self._inner.validate(name, token))
+
+    def describe(self, name: str) -> Description:
+        """Holders and waiters of ``name``."""
+        return self._loop.run(self._inner.describe(name))
+
+    def leader(self, election: str) -> Optional[Grant]:
+        """The current leader of ``election``."""
+        return self._loop.run(self._inner.leader(election))
+
+    def observe(self, election: str) -> Iterator[Optional[Grant]]:
+        """Yields the leader of ``election`` now and at every change."""
+        it = self._inner.observe(election)
+
+        async def step() -> Optional[Grant]:
+            return await it.__anext__()
+
+        while True:
+            yield self._loop.run(step())
+
+
+class Session:
+    """A session (see :class:`raftlock.aio.Session`)."""
+
+    def __init__(self, client: Client, inner: aio.Session) -> None:
+        self._client = client
+        self._inner = inner
+        self.id = inner.id
+        self.ttl = inner.ttl
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def valid(self) -> bool:
+        """Whether this client may still count on the session."""
+        return self._inner.valid
+
+    def lost(self, timeout: Optional[float] = None) -> RaftlockError:
+        """Blocks until the session is lost (or ``timeout``); returns why."""
+        return self._client._loop.run(self._inner.lost(), timeout)
+
+    def on_lost(self, callback: Any) -> None:
+        """Calls ``callback(reason)`` (on the client's thread) when lost."""
+        self._inner.on_lost(callback)
+
+    def close(self) -> None:
+        """Ends the session, releasing its locks."""
+        self._client._loop.run(self._inner.close())
+
+    def lock(
+        self,
+        name: str,
+        *,
+        timeout: Optional[float] = 3600.0,
+        shared: bool = False,
+        permits: int = 0,
+        metadata: bytes = b"",
+    ) -> "Guard":
+        """Waits for the lock (FIFO, up to ``timeout`` seconds, else
+        :class:`LockTimeout`); use the guard in a ``with`` block."""
+        req = self._inner.lock(name, timeout=timeout, shared=shared, permits=permits, metadata=metadata)
+        g = self._client._loop.run(req._acquire_or_raise())
+        return Guard(self, g)
+
+    def try_lock(
+        self, name: str, *, shared: bool = False, permits: int = 0, metadata: bytes = b""
+    ) -> Optional["Guard"]:
+        """Takes the lock if free now, else ``None``."""
+        g = self._client._loop.run(
+            self._inner.try_lock(name, shared=shared, permits=permits, metadata=metadata)
+        )
+        return Guard(self, g) if g is not None else None
+
+    def campaign(self, election: str, value: bytes = b"", timeout: Optional[float] = 3600.0) -> "Leadership":
+        """Waits to lead ``election``."""
+        return Leadership(self, self._client._loop.run(self._inner.campaign(election, value, timeout)))
+
+
+class Guard:
+    """A held lock (see :class:`raftlock.aio.Guard`)."""
+
+    def __init__(self, session: Session, inner: aio.Guard) -> None:
+        self._session = session
+        self._inner = inner
+
+    def __enter__(self) -> "Guard":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    @property
+    def token(self) -> int:
+        """The fencing token."""
+        return self._inner.token
+
+    @property
+    def name(self) -> str:
+        """The lock's name."""
+        return self._inner.name
+
+    @property
+    def valid(self) -> bool:
+        """Whether the lock is still this holder's to act on."""
+        return self._inner.valid
+
+    def check(self) -> None:
+        """Raises unless the lock is still held."""
+        self._inner.check()
+
+    def release(self) -> None:
+        """Releases the lock."""
+        self._session._client._loop.run(self._inner.release())
+
+
+class Leadership:
+    """Leadership of an election (see :class:`raftlock.aio.Leadership`)."""
+
+    def __init__(self, session: Session, inner: aio.Leadership) -> None:
+        self._session = session
+        self._inner = inner
+        self.token = inner.token
+
+    @property
+    def valid(self) -> bool:
+        """Whether this is still the leader's to act on."""
+        return self._inner.valid
+
+    def proclaim(self, value: bytes) -> None:
+        """Publishes ``value``."""
+        self._session._client._loop.run(self._inner.proclaim(value))
+
+    def resign(self) -> None:
+        """Steps down."""
+        self._session._client._loop.run(self._inner.resign())
+
+
+__all__ += ["LockTimeout"]

@@ -1,0 +1,100 @@
+"""Elections and observe through a failover; every typed error a client
+can cause, each from the server's reason."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Optional
+
+import pytest
+
+import raftlock
+import raftlock.sync
+from raftlock import errors
+from conftest import Cluster
+
+
+async def test_election_and_observe_through_a_failover(cluster: Cluster) -> None:
+    async with raftlock.Client(cluster.endpoints) as client:
+        a = await client.session(ttl=10)
+        b = await client.session(ttl=10)
+        seen: list[Optional[bytes]] = []
+        changed = asyncio.Event()
+
+        async def watch() -> None:
+            async for g in client.observe("elect/svc"):
+                seen.append(g.metadata if g else None)
+                changed.set()
+
+        watcher = asyncio.create_task(watch())
+        la = await a.campaign("elect/svc", b"node-a", timeout=5)
+        waiting = asyncio.create_task(b.campaign("elect/svc", b"node-b", timeout=30))
+        await la.proclaim(b"node-a-v2")
+        leader = await client.leader("elect/svc")
+        assert leader is not None and leader.metadata == b"node-a-v2"
+        raft_leader = cluster.leader()
+        assert raft_leader is not None
+        cluster.kill(raft_leader)
+        cluster.wait_for_leader(other_than=raft_leader)
+        await la.resign()
+        lb = await asyncio.wait_for(waiting, 30)
+        assert lb.token > la.token
+        for _ in range(100):
+            if seen and seen[-1] == b"node-b":
+                break
+            changed.clear()
+            await asyncio.wait_for(changed.wait(), 10)
+        watcher.cancel()
+        assert seen[-1] == b"node-b"
+        assert b"node-a" in seen or b"node-a-v2" in seen
+
+
+async def test_every_typed_error_a_client_can_cause(cluster: Cluster) -> None:
+    async with raftlock.Client(cluster.endpoints) as client:
+        with pytest.raises(errors.TtlOutOfRange) as ttl:
+            await client.session(ttl=0.2)
+        assert ttl.value.reason == "TTL_OUT_OF_RANGE"
+        s = await client.session(ttl=10)
+        with pytest.raises(errors.InvalidName):
+            await s.lock("", timeout=1)
+        g = await s.lock("typed/a", timeout=5)
+        stale = raftlock.Guard(s, dataclasses.replace(g.grant, token=g.token + 1))
+        with pytest.raises(errors.StaleToken):
+            await stale.release()
+        with pytest.raises(errors.AlreadyHeld):
+            await s.lock("typed/a", timeout=1)
+        other = await client.session(ttl=10)
+        with pytest.raises(errors.LockTimeout):
+            await other.lock("typed/a", timeout=0.3)
+        assert await other.try_lock("typed/a") is None
+        await other.lock("typed/sem", permits=3, timeout=1)
+        with pytest.raises(errors.PermitsMismatch):
+            await s.lock("typed/sem", permits=2, timeout=1)
+        await g.release()
+        # A session the server no longer knows.
+        gone = raftlock.Session(client, 987654321, 10.0, asyncio.get_running_loop().time())
+        with pytest.raises(errors.SessionGone):
+            await gone.lock("typed/b", timeout=1)
+        assert not gone.valid
+        with pytest.raises(errors.SessionLost):
+            gone.check()
+
+
+async def test_a_dead_cluster_is_unavailable_within_the_deadline(cluster: Cluster) -> None:
+    endpoints = cluster.endpoints
+    cluster.close()
+    async with raftlock.Client(endpoints, deadline=1.0, attempt_timeout=0.3) as client:
+        with pytest.raises(errors.Unavailable):
+            await client.session(ttl=5)
+
+
+def test_the_sync_api(cluster: Cluster) -> None:
+    with raftlock.sync.Client(cluster.endpoints) as client:
+        with client.session(ttl=5) as s:
+            with s.lock("sync/a", timeout=5) as g:
+                assert g.valid and client.validate("sync/a", g.token)
+            assert s.try_lock("sync/a") is not None
+            lead = s.campaign("sync/e", b"me", timeout=5)
+            leader = client.leader("sync/e")
+            assert leader is not None and leader.token == lead.token

@@ -1,0 +1,73 @@
+"""TLS and bearer-token authentication against `raftlockd dev --tls
+--auth` (a dev CA, certificates, and a root identity it prints)."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+import raftlock
+from raftlock import errors
+from conftest import raftlockd
+
+
+@pytest.fixture
+def secure() -> Iterator[dict[str, str]]:
+    p = subprocess.Popen(
+        [raftlockd(), "dev", "--tls", "--auth"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    found: dict[str, str] = {}
+    try:
+        assert p.stdout is not None
+        for line in p.stdout:
+            for key in ("RAFTLOCK_ENDPOINTS", "RAFTLOCK_CACERT", "RAFTLOCK_AUTH_TOKEN"):
+                if line.startswith(key + "="):
+                    found[key] = line.strip().split("=", 1)[1]
+            m = re.search(r"--cert (\S+) --key (\S+)", line)
+            if m:
+                found["cert"], found["key"] = m.group(1), m.group(2)
+            if "nodes up" in line:
+                break
+        assert len(found) == 5, found
+        yield found
+    finally:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+async def test_tls_and_a_bearer_token(secure: dict[str, str]) -> None:
+    ca = Path(secure["RAFTLOCK_CACERT"]).read_bytes()
+    tls = raftlock.Tls(ca=ca)
+    async with raftlock.Client(secure["RAFTLOCK_ENDPOINTS"], tls=tls, token=secure["RAFTLOCK_AUTH_TOKEN"]) as c:
+        async with await c.session(ttl=5) as s:
+            async with s.lock("team-a/job", timeout=5) as g:
+                assert await c.validate("team-a/job", g.token)
+    async with raftlock.Client(secure["RAFTLOCK_ENDPOINTS"], tls=tls) as anonymous:
+        with pytest.raises(errors.Unauthenticated) as e:
+            await anonymous.session(ttl=5)
+        assert e.value.reason == "UNAUTHENTICATED"
+    async with raftlock.Client(secure["RAFTLOCK_ENDPOINTS"], tls=tls, token="not-a-token") as wrong:
+        with pytest.raises(errors.Unauthenticated):
+            await wrong.session(ttl=5)
+
+
+async def test_a_client_certificate_is_an_identity(secure: dict[str, str]) -> None:
+    tls = raftlock.Tls(
+        ca=Path(secure["RAFTLOCK_CACERT"]).read_bytes(),
+        cert=Path(secure["cert"]).read_bytes(),
+        key=Path(secure["key"]).read_bytes(),
+    )
+    async with raftlock.Client(secure["RAFTLOCK_ENDPOINTS"], tls=tls) as c:
+        async with await c.session(ttl=5) as s:
+            g = await s.lock("mtls/a", timeout=5)
+            assert g.valid
+            await g.release()
