@@ -36,9 +36,12 @@ def free_port() -> int:
 
 
 class Cluster:
-    def __init__(self, n: int = 3, extra: Optional[list[str]] = None) -> None:
+    def __init__(
+        self, n: int = 3, extra: Optional[list[str]] = None, token: Optional[str] = None
+    ) -> None:
         self.dir = tempfile.TemporaryDirectory(prefix="raftlock-py-")
         self.extra = extra or []
+        self.token = token
         self.client_addrs = [f"127.0.0.1:{free_port()}" for _ in range(n)]
         self.peer_addrs = [f"127.0.0.1:{free_port()}" for _ in range(n)]
         self.initial = ",".join(
@@ -79,7 +82,10 @@ class Cluster:
     def status(self, node: int) -> Optional[pb.StatusResponse]:
         try:
             with grpc.insecure_channel(self.client_addrs[node - 1]) as ch:
-                r: pb.StatusResponse = rpc.ClusterStub(ch).Status(pb.StatusRequest(), timeout=0.5)
+                md = [("authorization", f"Bearer {self.token}")] if self.token else None
+                r: pb.StatusResponse = rpc.ClusterStub(ch).Status(
+                    pb.StatusRequest(), timeout=0.5, metadata=md
+                )
                 return r
         except grpc.RpcError:
             return None

@@ -71,3 +71,62 @@ async def test_a_client_certificate_is_an_identity(secure: dict[str, str]) -> No
             g = await s.lock("mtls/a", timeout=5)
             assert g.valid
             await g.release()
+
+
+AUTH = """
+[roles.team-a]
+rules = [{{ prefix = "team-a/", allow = ["read", "lock"] }}]
+[roles.root]
+rules = [{{ prefix = "", allow = ["read", "lock", "admin"] }}]
+
+[[identities]]
+name = "root"
+token_sha256 = "{root}"
+roles = ["root"]
+
+[[identities]]
+name = "team-a-worker"
+token_sha256 = "{team}"
+roles = ["team-a"]
+"""
+
+
+def test_every_reason_maps_to_its_own_exception_class() -> None:
+    for reason in errors.REASONS:
+        cls = errors._BY_REASON[reason]
+        assert issubclass(cls, errors.RaftlockError)
+        if reason != "INTERNAL":
+            assert cls is not errors.ServerError, reason
+
+
+async def test_rights_and_limits_per_identity(tmp_path: Path) -> None:
+    import hashlib
+
+    from conftest import Cluster
+
+    sha = lambda t: hashlib.sha256(t.encode()).hexdigest()  # noqa: E731
+    auth = tmp_path / "auth.toml"
+    auth.write_text(AUTH.format(root=sha("root-token"), team=sha("team-a-token")))
+    cluster = Cluster(
+        extra=[
+            "--auth-file", str(auth),
+            "--max-sessions-per-identity", "2",
+            "--max-locks-per-session", "1",
+        ],
+        token="root-token",
+    )
+    try:
+        async with raftlock.Client(cluster.endpoints, token="team-a-token") as team:
+            s = await team.session(ttl=10)
+            with pytest.raises(errors.PermissionDenied) as denied:
+                await s.lock("team-b/ledger", timeout=1)
+            assert denied.value.reason == "PERMISSION_DENIED"
+            await s.lock("team-a/one", timeout=1)
+            with pytest.raises(errors.TooManyLocks):
+                await s.lock("team-a/two", timeout=1)
+            await team.session(ttl=10)
+            with pytest.raises(errors.LimitExceeded) as limit:
+                await team.session(ttl=10)
+            assert limit.value.reason == "LIMIT_EXCEEDED"
+    finally:
+        cluster.close()
