@@ -98,3 +98,37 @@ def test_the_sync_api(cluster: Cluster) -> None:
             lead = s.campaign("sync/e", b"me", timeout=5)
             leader = client.leader("sync/e")
             assert leader is not None and leader.token == lead.token
+
+
+async def test_queue_limits_and_a_lost_release() -> None:
+    from conftest import Cluster
+
+    cluster = Cluster(extra=["--max-waiters-per-lock", "1"])
+    try:
+        async with raftlock.Client(cluster.endpoints) as client:
+            a = await client.session(ttl=10)
+            b = await client.session(ttl=10)
+            c = await client.session(ttl=10)
+            held = await a.lock("queue/a", timeout=5)
+            waiting = asyncio.create_task(b.lock("queue/a", timeout=20)._acquire_or_raise())
+            for _ in range(100):
+                if (await client.describe("queue/a")).waiting_sessions:
+                    break
+                await asyncio.sleep(0.02)
+            with pytest.raises(errors.TooManyWaiters):
+                await c.lock("queue/a", timeout=5)
+            await held.release()
+            got = await asyncio.wait_for(waiting, 20)
+            # A guard whose lock is gone: releasing it says so.
+            with pytest.raises(errors.NotHolder):
+                await raftlock.Guard(a, held.grant).release()
+            await got.release()
+            second = await a.lock("queue/b", timeout=5)
+            first_wait = asyncio.create_task(b.lock("queue/b", timeout=20)._acquire_or_raise())
+            await asyncio.sleep(0.3)
+            with pytest.raises(errors.AlreadyWaiting):
+                await b.lock("queue/b", timeout=5)
+            await second.release()
+            await (await asyncio.wait_for(first_wait, 20)).release()
+    finally:
+        cluster.close()

@@ -126,6 +126,10 @@ async def test_a_paused_holder_loses_its_lock_before_anyone_else_gets_it(cluster
                 await g.release()
         finally:
             p.kill()
+            for _ in range(100):
+                if "on_lost" in open(out).read():
+                    break
+                time.sleep(0.05)
         lines = [line.split() for line in open(out)]
     ticks = [(float(t), v == "1", float(dl)) for kind, t, v, dl in (x for x in lines if x[0] == "tick")]
     valid_ticks = [t for t in ticks if t[1]]
@@ -138,6 +142,8 @@ async def test_a_paused_holder_loses_its_lock_before_anyone_else_gets_it(cluster
     )
     assert all(t < granted_at for t, _, _ in valid_ticks), "a valid tick after the other grant"
     assert ticks[-1][1] is False, "after the pause the library must say the lock is lost"
+    fired = [x for x in lines if x[0] == "on_lost"]
+    assert fired and fired[0][2] == "SessionLost", f"the on_lost callback must fire: {lines[-3:]}"
 
 
 class DropFirstAnswer(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]

@@ -619,8 +619,11 @@ class Guard:
         if not self.session.valid:
             return
         s = self.session
+        attempts = 0
 
         async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.ReleaseResponse:
+            nonlocal attempts
+            attempts += 1
             r: pb.ReleaseResponse = await _stub(rpc.LockStub, ch).Release(
                 pb.ReleaseRequest(session_id=s.id, name=self.name, token=self.token),
                 timeout=t,
@@ -631,8 +634,11 @@ class Guard:
         try:
             await s.client._call(call)
         except errors.NotHolder:
-            # A retried release whose first attempt landed.
-            pass
+            # A retried release whose first attempt landed (its answer was
+            # lost) finds the lock already free: that is success. On a first
+            # attempt it means the lock was lost.
+            if attempts < 2:
+                raise
 
 
 class Leadership:

@@ -16,6 +16,7 @@ def main() -> None:
     with raftlock.Client(endpoints) as client, open(out, "a", buffering=1) as log:
         session = client.session(ttl=ttl)
         if mode == "hold":
+            session.on_lost(lambda reason: log.write(f"on_lost {time.time()} {type(reason).__name__}\n"))
             g = session.lock(name, timeout=30)
             log.write(f"held {g.token} {time.time()}\n")
             while True:
