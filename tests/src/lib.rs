@@ -667,6 +667,25 @@ pub mod raw {
             .expect("session created")
     }
 
+    /// An acquire numbered for exactly-once delivery (`seq`, with every
+    /// number below `acked_below` answered), with request id `id`.
+    pub fn sequenced(
+        session: u64,
+        name: &str,
+        id: u128,
+        seq: u64,
+        acked_below: u64,
+    ) -> AcquireRequest {
+        AcquireRequest {
+            session_id: session,
+            name: name.into(),
+            request_id: id.to_be_bytes().to_vec(),
+            seq,
+            acked_below,
+            ..Default::default()
+        }
+    }
+
     /// Acquires `name` for `session` with a given request id, as a client's
     /// retry of one logical acquisition does.
     pub async fn acquire_with_id(

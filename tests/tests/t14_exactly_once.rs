@@ -5,22 +5,12 @@
 use raftlock_proto::v1::lock_client::LockClient;
 use raftlock_proto::v1::session_client::SessionClient;
 use raftlock_proto::v1::*;
+use raftlock_tests::raw::sequenced;
 use raftlock_tests::{raw, Cluster};
 use std::time::Duration;
 
 async fn lock_client(addr: &str) -> LockClient<tonic::transport::Channel> {
     LockClient::connect(format!("http://{addr}")).await.unwrap()
-}
-
-fn sequenced(session: u64, name: &str, id: u128, seq: u64, acked_below: u64) -> AcquireRequest {
-    AcquireRequest {
-        session_id: session,
-        name: name.into(),
-        request_id: id.to_be_bytes().to_vec(),
-        seq,
-        acked_below,
-        ..Default::default()
-    }
 }
 
 async fn leader_addr(cluster: &Cluster) -> String {

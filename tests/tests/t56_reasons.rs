@@ -9,6 +9,7 @@ use raftlock_proto::v1::cluster_client::ClusterClient;
 use raftlock_proto::v1::lock_client::LockClient;
 use raftlock_proto::v1::session_client::SessionClient;
 use raftlock_proto::v1::*;
+use raftlock_tests::raw::sequenced;
 use raftlock_tests::{raw, Cluster};
 use std::time::Duration;
 
@@ -19,17 +20,6 @@ fn expect<T: std::fmt::Debug>(res: Result<T, tonic::Status>, want: Reason) {
             assert_eq!(reason::of(&s), Some(want), "{s:?}");
             assert_eq!(s.code(), want.code(), "{s:?}");
         }
-    }
-}
-
-fn sequenced(session: u64, name: &str, id: u128, seq: u64, acked_below: u64) -> AcquireRequest {
-    AcquireRequest {
-        session_id: session,
-        name: name.into(),
-        request_id: id.to_be_bytes().to_vec(),
-        seq,
-        acked_below,
-        ..Default::default()
     }
 }
 

@@ -45,7 +45,10 @@ fn the_python_client_passes_its_tests_against_real_clusters() {
         String::from_utf8_lossy(&out.stderr)
     );
     println!("{text}");
-    assert!(out.status.success(), "the Python client's tests failed:\n{text}");
+    assert!(
+        out.status.success(),
+        "the Python client's tests failed:\n{text}"
+    );
     // pytest says "N passed"; a run that collected nothing tested nothing.
     assert!(
         text.contains(" passed") && !text.contains("no tests ran"),
