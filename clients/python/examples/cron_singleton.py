@@ -27,8 +27,8 @@ async def main() -> None:
                 await asyncio.sleep(0.1)
                 return f"report written under token {token}"
 
-            result = await nightly_report()
-            print(result if result is not None else "another instance is running it: skipped")
+            outcome = await nightly_report()
+            print(outcome.value if outcome.ran else "another instance is running it: skipped")
 
 
 if __name__ == "__main__":

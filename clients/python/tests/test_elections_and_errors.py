@@ -65,8 +65,10 @@ async def test_every_typed_error_a_client_can_cause(cluster: Cluster) -> None:
         with pytest.raises(errors.AlreadyHeld):
             await s.lock("typed/a", timeout=1)
         other = await client.session(ttl=10)
+        started = asyncio.get_running_loop().time()
         with pytest.raises(errors.LockTimeout):
             await other.lock("typed/a", timeout=0.3)
+        assert asyncio.get_running_loop().time() - started < 3, "a wait must end near its timeout"
         assert await other.try_lock("typed/a") is None
         await other.lock("typed/sem", permits=3, timeout=1)
         with pytest.raises(errors.PermitsMismatch):

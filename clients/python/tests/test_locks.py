@@ -196,5 +196,6 @@ async def test_the_cron_singleton_runs_on_one_instance_only(cluster: Cluster) ->
         first = raftlock.run_once(a, "cron/report")(job)
         second = raftlock.run_once(b, "cron/report")(job)
         r1, r2 = await asyncio.gather(first(), second())
-        assert sorted(x is None for x in (r1, r2)) == [False, True]
+        assert sorted((r1.ran, r2.ran)) == [False, True]
+        assert [r.value for r in (r1, r2) if r.ran] == ran
         assert len(ran) == 1

@@ -32,7 +32,7 @@ from .errors import (
     Unauthenticated,
     Unavailable,
 )
-from .helpers import run_once
+from .helpers import Outcome, run_once
 
 __all__ = [
     "Client",
@@ -48,6 +48,7 @@ __all__ = [
     "helpers",
     "sync",
     "run_once",
+    "Outcome",
     "AlreadyHeld",
     "InvalidArgument",
     "LimitExceeded",

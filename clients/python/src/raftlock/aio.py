@@ -24,7 +24,7 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable, Optional, Sequence, TypeVar, Union
+from typing import Any, AsyncIterator, Generator, Awaitable, Callable, Optional, Sequence, TypeVar, Union
 
 import grpc
 
@@ -42,6 +42,9 @@ from .v1 import raftlock_pb2_grpc as rpc
 #: Trailing metadata key naming the leader's client address when a follower
 #: refuses a call.
 LEADER_METADATA_KEY = "raftlock-leader"
+#: The longest one wait asks of the server (its default bound); longer
+#: waits are waited in turns.
+MAX_WAIT = 3600.0
 
 T = TypeVar("T")
 
@@ -206,6 +209,8 @@ class Client:
     def _learn(self, addr: str, e: grpc.RpcError) -> None:
         hint = errors.metadata_value(e, LEADER_METADATA_KEY)
         if hint:
+            hint = hint.removeprefix("http://").removeprefix("https://")
+        if hint and hint != addr:
             self._leader = hint
         elif self._leader == addr:
             self._leader = None
@@ -223,14 +228,20 @@ class Client:
         while True:
             addr = self._target()
             try:
-                return await invoke(
+                result = await invoke(
                     self._channel(addr), self.attempt_timeout + extra_timeout, self._metadata()
                 )
+                self._leader = addr
+                return result
             except grpc.RpcError as e:
                 if not _retryable(e):
                     raise errors.from_rpc_error(e) from None
+                before = self._leader
                 self._learn(addr, e)
                 last = errors.from_rpc_error(e)
+                if self._leader not in (None, before, addr) and time.monotonic() < stop:
+                    # A follower named the leader: go there at once.
+                    continue
             if time.monotonic() + backoff > stop:
                 raise Unavailable(f"cluster unavailable: {last}") from None
             await asyncio.sleep(backoff * (0.5 + random.random()))
@@ -256,7 +267,7 @@ class Client:
         resp = await self._call(create)
         granted = resp.ttl_ms / 1000.0 if resp.ttl_ms else ttl
         s = Session(self, resp.session_id, granted, sent)
-        self._keepalive.add(s)
+        self._keepalive.add(s, sent)
         return s
 
     async def validate(self, name: str, token: int) -> bool:
@@ -305,7 +316,7 @@ class Client:
         """Yields the leader of ``election`` now and at every change, through
         failovers (the stream is reopened on the new leader; a change may be
         seen twice, never missed for long)."""
-        last: Optional[int] = -1
+        last: object = object()
         backoff = 0.05
         while True:
             addr = self._target()
@@ -316,9 +327,9 @@ class Client:
                 async for r in stream:
                     backoff = 0.05
                     g = Grant._from(r.leader) if r.HasField("leader") else None
-                    token = g.token if g else None
-                    if token != last:
-                        last = token
+                    # A proclaim keeps the token and changes the value.
+                    if g != last:
+                        last = g
                         yield g
             except grpc.RpcError as e:
                 if not _retryable(e):
@@ -386,13 +397,26 @@ class Session:
                 pass
 
     def on_lost(self, callback: Callable[[RaftlockError], None]) -> None:
-        """Calls ``callback(reason)`` once, when the session is lost."""
+        """Calls ``callback(reason)`` once, when the session is lost (at
+        once, on the event loop, if it already is)."""
+        if self._ended is not None and self._watch is not None and self._watch.done():
+            asyncio.get_running_loop().call_soon(self._run_callback, callback, self._ended)
+            return
         self._callbacks.append(callback)
+
+    @staticmethod
+    def _run_callback(cb: Callable[[RaftlockError], None], reason: RaftlockError) -> None:
+        try:
+            cb(reason)
+        except Exception:  # one failing callback must not silence the others
+            import logging
+
+            logging.getLogger("raftlock").exception("an on_lost callback failed")
 
     async def _watch_deadline(self) -> None:
         reason = await self.lost()
         for cb in self._callbacks:
-            cb(reason)
+            self._run_callback(cb, reason)
 
     def _acknowledged(self, sent: float) -> None:
         if self._ended is not None:
@@ -465,37 +489,54 @@ class Session:
         """Takes the lock if it is free now; ``None`` if it is held."""
         return await LockRequest(self, name, None, shared, permits, metadata)._acquire(wait=False)
 
-    async def campaign(self, election: str, value: bytes = b"", timeout: Optional[float] = 3600.0) -> "Leadership":
+    async def campaign(
+        self, election: str, value: bytes = b"", timeout: Optional[float] = 3600.0
+    ) -> "Leadership":
         """Waits to become the leader of ``election`` (FIFO among
         candidates), publishing ``value``; raises :class:`LockTimeout` after
-        ``timeout`` seconds."""
+        ``timeout`` seconds (``None``: as long as it takes)."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            now = time.monotonic()
+            this_end = now + MAX_WAIT if end is None else min(end, now + MAX_WAIT)
+            lead = await self._campaign_once(election, value, this_end)
+            if lead is not None:
+                return lead
+            if end is not None and time.monotonic() >= end - 0.001:
+                raise LockTimeout(f"not elected leader of {election!r} in time")
+
+    async def _campaign_once(self, election: str, value: bytes, end: float) -> Optional["Leadership"]:
         self.check()
         seq = self._ticket()
         request_id = uuid.uuid4().bytes
-        wait_ms = None if timeout is None else int(timeout * 1000)
         try:
 
             async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.CampaignResponse:
+                left = max(0.0, end - time.monotonic())
                 req = pb.CampaignRequest(
                     name=election,
                     session_id=self.id,
                     request_id=request_id,
                     value=value,
-                    wait_timeout_ms=wait_ms,
+                    wait_timeout_ms=int(left * 1000),
                     seq=seq,
                     acked_below=self._acked_below(seq),
                 )
-                r: pb.CampaignResponse = await _stub(rpc.ElectionStub, ch).Campaign(req, timeout=t, metadata=md)
+                r: pb.CampaignResponse = await _stub(rpc.ElectionStub, ch).Campaign(
+                    req, timeout=self.client.attempt_timeout + left, metadata=md
+                )
                 return r
 
-            r = await self.client._call(call, extra_timeout=timeout or 0.0)
+            r = await self.client._call(call, extra_timeout=max(0.0, end - time.monotonic()))
+        except LockTimeout:
+            return None
         except errors.SessionGone:
             self._end(SessionGone(f"session {self.id} is gone"))
             raise
         finally:
             self._done(seq)
         if not r.HasField("leader"):
-            raise LockTimeout(f"not elected leader of {election!r} in time")
+            return None
         return Leadership(self, election, r.leader.token)
 
 
@@ -520,7 +561,7 @@ class LockRequest:
         self.metadata = metadata
         self._guard: Optional[Guard] = None
 
-    def __await__(self):  # type: ignore[no-untyped-def]
+    def __await__(self) -> Generator[Any, None, "Guard"]:
         return self._acquire_or_raise().__await__()
 
     async def __aenter__(self) -> "Guard":
@@ -538,31 +579,47 @@ class LockRequest:
         return g
 
     async def _acquire(self, wait: bool) -> Optional["Guard"]:
+        if not wait:
+            return await self._attempt(None)
+        end = None if self.timeout is None else time.monotonic() + self.timeout
+        while True:
+            # The server bounds one wait; a longer one is waited in turns.
+            now = time.monotonic()
+            this_end = now + MAX_WAIT if end is None else min(end, now + MAX_WAIT)
+            g = await self._attempt(this_end)
+            if g is not None or (end is not None and time.monotonic() >= end - 0.001):
+                return g
+
+    async def _attempt(self, end: Optional[float]) -> Optional["Guard"]:
+        """One acquisition (numbered once, retried as one): a try-lock when
+        ``end`` is ``None``, else a wait until ``end``."""
         s = self.session
         s.check()
         seq = s._ticket()
         request_id = uuid.uuid4().bytes
-        wait_ms = int(self.timeout * 1000) if (wait and self.timeout is not None) else None
-        if wait and self.timeout is None:
-            wait_ms = 3_600_000
         try:
 
             async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.AcquireResponse:
+                # Each retry waits only what is left, not the whole wait again.
+                left = None if end is None else max(0.0, end - time.monotonic())
                 req = pb.AcquireRequest(
                     session_id=s.id,
                     name=self.name,
                     request_id=request_id,
                     mode=pb.LOCK_MODE_SHARED if self.shared else pb.LOCK_MODE_EXCLUSIVE,
                     permits=self.permits,
-                    wait_timeout_ms=wait_ms,
+                    wait_timeout_ms=None if left is None else int(left * 1000),
                     metadata=self.metadata,
                     seq=seq,
                     acked_below=s._acked_below(seq),
                 )
-                r: pb.AcquireResponse = await _stub(rpc.LockStub, ch).Acquire(req, timeout=t, metadata=md)
+                r: pb.AcquireResponse = await _stub(rpc.LockStub, ch).Acquire(
+                    req, timeout=s.client.attempt_timeout + (left or 0.0), metadata=md
+                )
                 return r
 
-            r = await s.client._call(call, extra_timeout=(wait_ms or 0) / 1000.0)
+            extra = 0.0 if end is None else max(0.0, end - time.monotonic())
+            r = await s.client._call(call, extra_timeout=extra)
         except LockTimeout:
             return None
         except SessionGone:
@@ -585,6 +642,12 @@ class Guard:
         self.session = session
         self.grant = grant
         self._released = False
+
+    async def __aenter__(self) -> "Guard":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.release()
 
     @property
     def token(self) -> int:
@@ -649,11 +712,18 @@ class Leadership:
         self.session = session
         self.election = election
         self.token = token
+        self._resigned = False
+
+    async def __aenter__(self) -> "Leadership":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.resign()
 
     @property
     def valid(self) -> bool:
         """Whether this is still the leader's to act on."""
-        return self.session.valid
+        return not self._resigned and self.session.valid
 
     async def proclaim(self, value: bytes) -> None:
         """Publishes ``value`` as the leader's."""
@@ -670,9 +740,17 @@ class Leadership:
 
     async def resign(self) -> None:
         """Steps down; the next candidate is elected in the same step."""
+        if self._resigned:
+            return
+        self._resigned = True
+        if not self.session.valid:
+            return
         s = self.session
+        attempts = 0
 
         async def call(ch: grpc.aio.Channel, t: float, md: object) -> object:
+            nonlocal attempts
+            attempts += 1
             return await _stub(rpc.ElectionStub, ch).Resign(
                 pb.ResignRequest(name=self.election, session_id=s.id, token=self.token),
                 timeout=t,
@@ -682,7 +760,9 @@ class Leadership:
         try:
             await s.client._call(call)
         except errors.NotHolder:
-            pass
+            # Only a retry may find the leadership already given up.
+            if attempts < 2:
+                raise
 
 
 class _KeepAlives:
@@ -693,10 +773,12 @@ class _KeepAlives:
     def __init__(self, client: Client) -> None:
         self.client = client
         self.sessions: dict[int, Session] = {}
+        self.first_due: dict[int, float] = {}
         self.task: Optional[asyncio.Task[None]] = None
 
-    def add(self, s: Session) -> None:
+    def add(self, s: Session, sent: float) -> None:
         self.sessions[s.id] = s
+        self.first_due[s.id] = sent + s.ttl / 3
         if self.task is None or self.task.done():
             self.task = asyncio.get_running_loop().create_task(self._run())
 
@@ -712,7 +794,7 @@ class _KeepAlives:
                 pass
 
     async def _run(self) -> None:
-        due: dict[int, float] = {sid: time.monotonic() + s.ttl / 3 for sid, s in self.sessions.items()}
+        due: dict[int, float] = {}
         backoff = 0.05
         while self.sessions:
             addr = self.client._target()
@@ -755,7 +837,8 @@ class _KeepAlives:
                             self.client._leader = None
                         break
                     for sid, s in list(self.sessions.items()):
-                        due.setdefault(sid, now + s.ttl / 3)
+                        if sid not in due:
+                            due[sid] = self.first_due.pop(sid, now)
                         if not s.valid:
                             s._end(SessionLost(f"session {sid} lost: no keep-alive acknowledged in time"))
                             continue
@@ -766,10 +849,11 @@ class _KeepAlives:
                 if read.done() and read.exception() is not None:
                     exc = read.exception()
                     if isinstance(exc, grpc.RpcError):
-                        if not _retryable(exc):
-                            err = errors.from_rpc_error(exc)
+                        err = errors.from_rpc_error(exc)
+                        if isinstance(err, (errors.Unauthenticated, errors.PermissionDenied)):
+                            # No renewal can succeed with these credentials.
                             for s in list(self.sessions.values()):
-                                s._end(err)
+                                s._end(SessionLost(f"session {s.id} cannot be renewed: {err}", err.reason, err.code))
                             return
                         self.client._learn(addr, exc)
                 elif read.done():

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from concurrent.futures import Future
-from typing import Any, Coroutine, Iterator, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Coroutine, Iterator, Optional, Sequence, TypeVar, Union
 
 from . import aio
 from .aio import Description, Grant, Tls
@@ -32,14 +32,34 @@ class _Loop:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="raftlock", daemon=True)
         self.thread.start()
+        self.closed = False
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: Optional[float] = None) -> T:
+        if self.closed:
+            coro.close()
+            raise RuntimeError("this raftlock client is closed")
+        if threading.current_thread() is self.thread:
+            coro.close()
+            raise RuntimeError(
+                "a blocking raftlock call from the client's own thread (an on_lost callback?) "
+                "would wait on itself"
+            )
         fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        return fut.result(timeout)
+        try:
+            return fut.result(timeout)
+        except BaseException:
+            # A timeout or Ctrl-C: the call must not go on in the background.
+            fut.cancel()
+            raise
 
     def stop(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
+        if not self.thread.is_alive():
+            self.loop.close()
 
 
 class Client:
@@ -68,7 +88,10 @@ class Client:
         self.close()
 
     def close(self) -> None:
-        """Stops keep-alives, closes connections and the loop thread."""
+        """Stops keep-alives, closes connections and the loop thread (a
+        second call does nothing)."""
+        if self._loop.closed:
+            return
         self._loop.run(self._inner.close())
         self._loop.stop()
 
@@ -123,9 +146,17 @@ class Session:
         """Blocks until the session is lost (or ``timeout``); returns why."""
         return self._client._loop.run(self._inner.lost(), timeout)
 
-    def on_lost(self, callback: Any) -> None:
-        """Calls ``callback(reason)`` (on the client's thread) when lost."""
-        self._inner.on_lost(callback)
+    def on_lost(self, callback: Callable[[RaftlockError], None]) -> None:
+        """Calls ``callback(reason)`` on a thread of its own when the session
+        is lost, so the callback may use this client."""
+
+        def start(reason: RaftlockError) -> None:
+            threading.Thread(target=callback, args=(reason,), name="raftlock-on-lost", daemon=True).start()
+
+        async def register() -> None:
+            self._inner.on_lost(start)
+
+        self._client._loop.run(register())
 
     def close(self) -> None:
         """Ends the session, releasing its locks."""

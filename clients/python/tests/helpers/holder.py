@@ -6,6 +6,7 @@ and to check mutual exclusion across processes."""
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 import raftlock.sync as raftlock
@@ -16,7 +17,13 @@ def main() -> None:
     with raftlock.Client(endpoints) as client, open(out, "a", buffering=1) as log:
         session = client.session(ttl=ttl)
         if mode == "hold":
-            session.on_lost(lambda reason: log.write(f"on_lost {time.time()} {type(reason).__name__}\n"))
+            fired = threading.Event()
+
+            def on_lost(reason: Exception) -> None:
+                log.write(f"on_lost {time.time()} {type(reason).__name__}\n")
+                fired.set()
+
+            session.on_lost(on_lost)
             g = session.lock(name, timeout=30)
             log.write(f"held {g.token} {time.time()}\n")
             while True:
@@ -26,6 +33,7 @@ def main() -> None:
                 log.write(f"tick {now} {int(valid)} {deadline}\n")
                 if not valid:
                     log.write(f"lost {time.time()}\n")
+                    fired.wait(5)
                     return
                 time.sleep(0.02)
         else:
