@@ -172,6 +172,9 @@ def _trailing(e: grpc.RpcError) -> list[tuple[str, Any]]:
 
 def reason_of(e: grpc.RpcError) -> Optional[str]:
     """The raftlock reason of a failed call, or ``None``."""
+    carried = getattr(e, "raftlock_reason", None)
+    if carried:
+        return str(carried)
     for key, value in _trailing(e):
         if key != _DETAILS_KEY or not isinstance(value, bytes):
             continue
