@@ -398,7 +398,7 @@ impl Session for Frozen {
         &self,
         name: &str,
         _permits: Option<u32>,
-        _wait: Duration,
+        wait: Duration,
     ) -> Result<Option<u64>, OpError> {
         let id = self.id;
         let request_id = uuid_bytes();
@@ -407,6 +407,7 @@ impl Session for Frozen {
                 session_id: id,
                 name: name.to_owned(),
                 request_id: request_id.clone(),
+                wait_timeout_ms: (!wait.is_zero()).then(|| wait.as_millis() as u64),
                 ..Default::default()
             };
             async move {

@@ -379,7 +379,7 @@ impl Worker {
                     .gen_range(TTL.as_millis() as u64 / 2..TTL.as_millis() as u64 * 3),
             )
         });
-        if self.kind == Kind::Fenced && self.rng.gen_bool(0.08) {
+        if self.kind == Kind::Fenced && self.rng.gen_bool(0.12) {
             self.frozen_holder(&name).await;
             return;
         }
@@ -563,7 +563,9 @@ impl Worker {
         let (res, retire) = timed(
             &rec,
             spec,
-            frozen.acquire(name, None, Duration::ZERO),
+            // A short wait: the locks are rarely free, and the session,
+            // never renewed, must still be alive when it is granted.
+            frozen.acquire(name, None, FROZEN_TTL / 2),
             granted,
         )
         .await;
@@ -580,9 +582,28 @@ impl Worker {
         let mut k = self.spec(F::KeepAlive, name, sid);
         k.token = Some(token);
         k.valid_until = Some(deadline);
+        let sent = Instant::now();
         self.rec.record(Type::Invoke, &k, None);
         match frozen.keep_alive().await {
-            Ok(()) => self.rec.record(Type::Ok, &k, None),
+            Ok(()) => {
+                self.rec.record(Type::Ok, &k, None);
+                // An acknowledged renewal promises the session (and so its
+                // lock) until at least its send time + TTL − margin: a
+                // Validate before then must find the token still held.
+                let mut v = self.spec(F::Validate, name, sid);
+                v.token = Some(token);
+                v.valid_until =
+                    Some(sent + FROZEN_TTL - (FROZEN_TTL / 10).max(Duration::from_millis(100)));
+                self.rec.record(Type::Invoke, &v, None);
+                match self.backend.validate(name, token).await {
+                    Ok(valid) => {
+                        v.value = Some(json!({ "valid": valid }));
+                        self.rec.record(Type::Ok, &v, None);
+                    }
+                    Err(OpError::Fail(e)) => self.rec.record(Type::Fail, &v, Some(e)),
+                    Err(OpError::Unknown(e)) => self.rec.record(Type::Info, &v, Some(e)),
+                }
+            }
             Err(OpError::Fail(e)) => self.rec.record(Type::Fail, &k, Some(e)),
             Err(OpError::Unknown(e)) => self.rec.record(Type::Info, &k, Some(e)),
         }
