@@ -407,7 +407,7 @@ impl Session for Frozen {
                 session_id: id,
                 name: name.to_owned(),
                 request_id: request_id.clone(),
-                wait_timeout_ms: (!wait.is_zero()).then(|| wait.as_millis() as u64),
+                wait_timeout_ms: (!wait.is_zero()).then_some(wait.as_millis() as u64),
                 ..Default::default()
             };
             async move {
