@@ -134,3 +134,31 @@ async def test_queue_limits_and_a_lost_release() -> None:
             await (await asyncio.wait_for(first_wait, 20)).release()
     finally:
         cluster.close()
+
+
+async def test_refusals_outside_the_api_still_map_to_their_classes(cluster: Cluster) -> None:
+    """Statuses the client API never provokes by itself (a retry of a
+    settled acquisition, a refused membership change) still arrive typed,
+    for code that uses the generated stubs directly."""
+    import grpc
+
+    from raftlock.v1 import raftlock_pb2 as pb
+    from raftlock.v1 import raftlock_pb2_grpc as rpc
+
+    leader = cluster.client_addrs[cluster.wait_for_leader() - 1]
+    async with grpc.aio.insecure_channel(leader) as ch:
+        sessions, locks = rpc.SessionStub(ch), rpc.LockStub(ch)
+        sid = (await sessions.Create(pb.CreateSessionRequest(ttl_ms=10_000))).session_id
+        first = pb.AcquireRequest(session_id=sid, name="raw/x", request_id=b"\x01" * 16, seq=1, acked_below=1)
+        granted = await locks.Acquire(first)
+        await locks.Release(pb.ReleaseRequest(session_id=sid, name="raw/x", token=granted.grant.token))
+        with pytest.raises(grpc.RpcError) as settled:
+            await locks.Acquire(first)
+        e = errors.from_rpc_error(settled.value)
+        assert isinstance(e, errors.RequestSettled) and e.reason == "REQUEST_RELEASED", e
+        with pytest.raises(grpc.RpcError) as refused:
+            await rpc.ClusterStub(ch).ChangeMembership(
+                pb.ChangeMembershipRequest(voters=[1, 2, 3, 99], retain_as_learners=True)
+            )
+        e = errors.from_rpc_error(refused.value)
+        assert isinstance(e, errors.MembershipChangeRefused), e
