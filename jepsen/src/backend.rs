@@ -502,7 +502,10 @@ pub enum Fault {
 #[derive(Default)]
 struct FakeState {
     next_index: u64,
-    sessions: HashMap<u64, (Duration, Instant)>,
+    /// Session -> (TTL, last renewal, frozen). A session that is not
+    /// frozen is kept alive by its (perfect) library all the time, as its
+    /// `lease_deadline` says; a frozen one only lives out its TTL.
+    sessions: HashMap<u64, (Duration, Instant, bool)>,
     // name -> holders (session, token)
     locks: HashMap<String, Vec<(u64, u64)>>,
     // name -> the last token granted, and grants so far (for ReuseToken)
@@ -546,7 +549,10 @@ impl FakeState {
         let dead: Vec<u64> = self
             .sessions
             .iter()
-            .filter(|(_, (ttl, renewed))| {
+            .filter(|(_, (ttl, renewed, frozen))| {
+                if !*frozen {
+                    return false;
+                }
                 // The planted fault: the server's clock runs the lease out
                 // at a third of the TTL, before the client stops trusting it.
                 let ttl = if fault == Fault::EarlyExpiry {
@@ -578,7 +584,14 @@ impl Backend for Fake {
     }
 
     async fn validate(&self, name: &str, token: u64) -> Result<bool, OpError> {
-        Ok(self.holders(name).await?.contains(&token))
+        // Not through `holders`: with ForgetOnRestart that call is the
+        // "restart" and wipes the state, which a read mid-run must not do.
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.expire(Instant::now(), self.fault);
+        Ok(st
+            .locks
+            .get(name)
+            .is_some_and(|h| h.iter().any(|(_, t)| *t == token)))
     }
 
     async fn holders(&self, name: &str) -> Result<Vec<u64>, OpError> {
@@ -602,7 +615,7 @@ impl Fake {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let id = st.index();
         let now = Instant::now();
-        st.sessions.insert(id, (ttl, now));
+        st.sessions.insert(id, (ttl, now, frozen));
         Ok(Box::new(FakeSession {
             id,
             ttl,
@@ -623,7 +636,7 @@ impl FakeSession {
     fn tick(&self, st: &mut FakeState) -> bool {
         let now = Instant::now();
         if !self.frozen {
-            if let Some((_, renewed)) = st.sessions.get_mut(&self.id) {
+            if let Some((_, renewed, _)) = st.sessions.get_mut(&self.id) {
                 *renewed = now;
             }
         }

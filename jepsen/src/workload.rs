@@ -417,7 +417,12 @@ impl Worker {
             self.retire().await;
             return;
         }
-        let Some(Some(token)) = res else { return };
+        let Some(Some(token)) = res else {
+            // Refused: a moment before the next try, so that a refusal that
+            // repeats (a backend that lost the session) is not a busy loop.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            return;
+        };
         let mut retire = false;
         match self.kind {
             Kind::Election => {
