@@ -29,7 +29,7 @@ rm -rf "$out"
 runs=(
   "double-grant        mutex     none     1"
   "token-reuse         fenced    kill     1"
-  "late-keepalive      fenced    none     1 2 3 4"
+  "late-keepalive      fenced    none     1 2 3 4 5 6"
   "unconfirmed-expiry  mutex     transfer 1 2 3"
   # Not the server's: a client that acts on its lock without asking the
   # library whether the lease still holds, paused past its TTL by the
