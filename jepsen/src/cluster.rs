@@ -326,6 +326,16 @@ impl Cluster {
                 self.kill(id);
             }
             let n = self.node(id);
+            // A node that exited by itself (it could not bind its port at
+            // first start, or it crashed) is restarted like a killed one;
+            // left as an unreaped child it would never come back, and a
+            // membership round would wait on it for ever.
+            if let Some(c) = &mut n.child {
+                if matches!(c.try_wait(), Ok(Some(_))) {
+                    tracing::warn!(node = id, "node exited by itself: restarting it");
+                    n.child = None;
+                }
+            }
             if (n.container.is_some() && !n.running) || (n.container.is_none() && n.child.is_none())
             {
                 self.start_node(id)?;
