@@ -538,20 +538,26 @@ impl Worker {
             self.rec.record_at(Type::Ok, &a, None, asked);
             round += 1;
             if round.is_multiple_of(5) {
-                let mut v = self.spec(F::Validate, name, s.id());
-                v.token = Some(token);
-                v.valid_until = Some(s.lease_deadline());
-                self.rec.record(Type::Invoke, &v, None);
-                match self.backend.validate(name, token).await {
-                    Ok(valid) => {
-                        v.value = Some(json!({ "valid": valid }));
-                        self.rec.record(Type::Ok, &v, None);
-                    }
-                    // A read changes nothing: its process goes on.
-                    Err(OpError::Fail(e)) => self.rec.record(Type::Fail, &v, Some(e)),
-                    Err(OpError::Unknown(e)) => self.rec.record(Type::Info, &v, Some(e)),
-                }
+                self.validate(name, s.id(), token, s.lease_deadline()).await;
             }
+        }
+    }
+
+    /// Records `Validate(name, token)` by the holder in `session`, whose
+    /// lease is promised until `lease_until`.
+    async fn validate(&self, name: &str, session: u64, token: u64, lease_until: Instant) {
+        let mut v = self.spec(F::Validate, name, session);
+        v.token = Some(token);
+        v.valid_until = Some(lease_until);
+        self.rec.record(Type::Invoke, &v, None);
+        match self.backend.validate(name, token).await {
+            Ok(valid) => {
+                v.value = Some(json!({ "valid": valid }));
+                self.rec.record(Type::Ok, &v, None);
+            }
+            // A read changes nothing: its process goes on.
+            Err(OpError::Fail(e)) => self.rec.record(Type::Fail, &v, Some(e)),
+            Err(OpError::Unknown(e)) => self.rec.record(Type::Info, &v, Some(e)),
         }
     }
 
@@ -595,19 +601,9 @@ impl Worker {
                 // An acknowledged renewal promises the session (and so its
                 // lock) until at least its send time + TTL − margin: a
                 // Validate before then must find the token still held.
-                let mut v = self.spec(F::Validate, name, sid);
-                v.token = Some(token);
-                v.valid_until =
-                    Some(sent + FROZEN_TTL - (FROZEN_TTL / 10).max(Duration::from_millis(100)));
-                self.rec.record(Type::Invoke, &v, None);
-                match self.backend.validate(name, token).await {
-                    Ok(valid) => {
-                        v.value = Some(json!({ "valid": valid }));
-                        self.rec.record(Type::Ok, &v, None);
-                    }
-                    Err(OpError::Fail(e)) => self.rec.record(Type::Fail, &v, Some(e)),
-                    Err(OpError::Unknown(e)) => self.rec.record(Type::Info, &v, Some(e)),
-                }
+                let promised =
+                    sent + FROZEN_TTL - (FROZEN_TTL / 10).max(Duration::from_millis(100));
+                self.validate(name, sid, token, promised).await;
             }
             Err(OpError::Fail(e)) => self.rec.record(Type::Fail, &k, Some(e)),
             Err(OpError::Unknown(e)) => self.rec.record(Type::Info, &k, Some(e)),
