@@ -72,6 +72,13 @@ pub struct NodeArgs {
     /// until none is in flight, so load forms fewer, larger entries.
     #[arg(long, env = "RAFTLOCK_PROPOSALS_IN_FLIGHT")]
     pub proposals_in_flight: Option<usize>,
+    /// How a leader's fsync and its followers' are ordered [default:
+    /// parallel]: `parallel` replicates an entry while the leader writes
+    /// it, so a commit waits for one fsync in series (no commit is visible
+    /// before the leader's copy is durable); `serial` writes it first, as
+    /// openraft alone does, for comparisons.
+    #[arg(long, env = "RAFTLOCK_LEADER_FLUSH", value_enum)]
+    pub leader_flush: Option<LeaderFlush>,
     /// Log format: text or json [default: text].
     #[arg(long, env = "RAFTLOCK_LOG_FORMAT")]
     pub log_format: Option<String>,
@@ -96,6 +103,16 @@ pub struct NodeArgs {
     pub limits: crate::limits::LimitArgs,
 }
 
+/// How a leader orders its own fsync and its followers' (`--leader-flush`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LeaderFlush {
+    /// Replicate while writing: one fsync in series per commit.
+    Parallel,
+    /// Write, then replicate: two fsyncs in series per commit.
+    Serial,
+}
+
 /// The file form of [`NodeArgs`].
 #[derive(Deserialize, Default, Debug)]
 #[serde(deny_unknown_fields)]
@@ -112,6 +129,7 @@ struct FileConfig {
     snapshot_every: Option<u64>,
     max_batch_commands: Option<usize>,
     proposals_in_flight: Option<usize>,
+    leader_flush: Option<LeaderFlush>,
     log_format: Option<String>,
     log_level: Option<String>,
     listen_metrics: Option<String>,
@@ -174,6 +192,8 @@ pub struct NodeConfig {
     pub max_batch_commands: usize,
     /// Entries proposed and not yet applied at once.
     pub proposals_in_flight: usize,
+    /// Whether the leader replicates while it writes.
+    pub leader_flush: LeaderFlush,
     /// Entries between snapshots.
     pub snapshot_every: u64,
     /// `text` or `json`.
@@ -333,6 +353,10 @@ impl NodeArgs {
             election_timeout,
             max_batch_commands,
             proposals_in_flight,
+            leader_flush: self
+                .leader_flush
+                .or(file.leader_flush)
+                .unwrap_or(LeaderFlush::Parallel),
             snapshot_every: self
                 .snapshot_every
                 .or(file.snapshot_every)

@@ -14,6 +14,7 @@ use openraft::raft::{
 };
 use raftlock_proto::v1::raft_client::RaftClient;
 use raftlock_proto::v1::RaftPayload;
+use raftlock_store::types::LogId;
 use raftlock_store::{NodeId, NodeInfo, TypeConfig};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -38,6 +39,9 @@ pub struct PeerNetwork {
     local_ip: Option<std::net::IpAddr>,
     /// Mutual TLS with the cluster CA, when the peer port uses it.
     tls: Option<tonic::transport::ClientTlsConfig>,
+    /// This node's durable log point: the commit index sent to followers
+    /// never passes it (see `Wal::flush_leader_appends_in_parallel`).
+    flushed: Option<tokio::sync::watch::Receiver<Option<LogId>>>,
 }
 
 impl PeerNetwork {
@@ -54,6 +58,16 @@ impl PeerNetwork {
             tls,
             ..Default::default()
         }
+    }
+
+    /// Caps the commit index sent to followers at `flushed`, the last
+    /// entry durable in this node's log. A leader that replicates entries
+    /// while it writes them is counted by openraft as holding them before
+    /// it does; a follower told of such a commit could apply an entry that
+    /// a power loss of the leader then takes from the majority.
+    pub fn commit_at_most(mut self, flushed: tokio::sync::watch::Receiver<Option<LogId>>) -> Self {
+        self.flushed = Some(flushed);
+        self
     }
 
     fn channel(&self, target: NodeId, addr: &str) -> Result<Channel, tonic::transport::Error> {
@@ -85,6 +99,7 @@ pub struct PeerConnection {
     target: NodeId,
     client: Result<RaftClient<Channel>, String>,
     json_only: Arc<AtomicBool>,
+    flushed: Option<tokio::sync::watch::Receiver<Option<LogId>>>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
@@ -110,6 +125,7 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
             target,
             client,
             json_only,
+            flushed: self.flushed.clone(),
         }
     }
 }
@@ -196,9 +212,15 @@ impl PeerConnection {
 impl RaftNetwork<TypeConfig> for PeerConnection {
     async fn append_entries(
         &mut self,
-        rpc: AppendEntriesRequest<TypeConfig>,
+        mut rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, NodeInfo, RaftError<NodeId>>> {
+        if let (Some(commit), Some(flushed)) = (rpc.leader_commit, &self.flushed) {
+            let flushed = *flushed.borrow();
+            if flushed.is_none_or(|f| f.index < commit.index) {
+                rpc.leader_commit = flushed;
+            }
+        }
         self.call("append", &rpc, &option).await
     }
 

@@ -106,10 +106,14 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     .validate()
     .map_err(|e| StartError::Raft(e.to_string()))?;
     let leader_lease = Duration::from_millis(raft_config.election_timeout_max);
+    if config.leader_flush == crate::config::LeaderFlush::Parallel {
+        log.flush_leader_appends_in_parallel(config.id);
+    }
     let raft = Raft::new(
         config.id,
         Arc::new(raft_config),
-        PeerNetwork::new(&config.listen_peer, config.tls.peer_client()),
+        PeerNetwork::new(&config.listen_peer, config.tls.peer_client())
+            .commit_at_most(log.flushed()),
         log.clone(),
         sm,
     )

@@ -40,6 +40,7 @@ pub fn open_storage(
     data: &data_dir::DataDir,
 ) -> Result<(wal::Wal, state_machine::StateMachineStore), types::StorageError> {
     let log = wal::Wal::open(&data.wal_dir())?;
-    let sm = state_machine::StateMachineStore::open(data.snapshot_file())?;
+    let mut sm = state_machine::StateMachineStore::open(data.snapshot_file())?;
+    sm.apply_after_flush(log.flushed());
     Ok((log, sm))
 }

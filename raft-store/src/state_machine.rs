@@ -95,6 +95,10 @@ pub struct StateMachineStore {
     /// written: openraft builds snapshots in a task of its own and may
     /// install one from the leader meanwhile, and both write the same file.
     on_disk: Arc<Mutex<Option<LogId>>>,
+    /// The last entry durable in this node's log ([`crate::wal::Wal::flushed`]):
+    /// nothing is applied before it is on this disk, because a leader
+    /// replicates its entries while it is still writing them.
+    flushed: Option<tokio::sync::watch::Receiver<Option<LogId>>>,
 }
 
 impl StateMachineStore {
@@ -130,7 +134,34 @@ impl StateMachineStore {
             snapshot_file,
             snapshot_seq: Arc::new(AtomicU64::new(0)),
             on_disk: Arc::new(Mutex::new(on_disk)),
+            flushed: None,
         })
+    }
+
+    /// Applies an entry only once `flushed` (the log's durable point) has
+    /// reached it.
+    pub fn apply_after_flush(&mut self, flushed: tokio::sync::watch::Receiver<Option<LogId>>) {
+        self.flushed = Some(flushed);
+    }
+
+    async fn wait_flushed(&mut self, index: u64) -> Result<(), StorageError> {
+        let Some(flushed) = &mut self.flushed else {
+            return Ok(());
+        };
+        if flushed.borrow().is_some_and(|f| f.index >= index) {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        flushed
+            .wait_for(|f| f.is_some_and(|f| f.index >= index))
+            .await
+            .map_err(|_| {
+                let e = std::io::Error::other("the log writer stopped");
+                StorageError::from(StorageIOError::write_logs(&e))
+            })?;
+        metrics::histogram!("raftlock_apply_flush_wait_seconds")
+            .record(started.elapsed().as_secs_f64());
+        Ok(())
     }
 
     /// The state, for readers outside openraft.
@@ -263,6 +294,10 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        if let Some(last) = entries.last() {
+            self.wait_flushed(last.log_id.index).await?;
+        }
         let mut replies = Vec::new();
         let mut changes = Vec::new();
         {

@@ -146,6 +146,15 @@ pub struct LogImage {
 }
 
 impl LogImage {
+    /// The last entry, or the purge point when nothing follows it.
+    pub fn last_log_id(&self) -> Option<LogId> {
+        self.entries
+            .values()
+            .next_back()
+            .map(|e| e.log_id)
+            .or(self.purged)
+    }
+
     fn apply(&mut self, record: RecordIn) {
         match record {
             RecordIn::Entry(e) => {

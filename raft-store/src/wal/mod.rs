@@ -16,7 +16,6 @@ use self::disk::{FsDir, WalDir};
 use crate::types::{Entry, LogId, NodeId, StorageError, TypeConfig};
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{LogState, OptionalSend, RaftLogReader, StorageIOError, Vote};
-use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::io;
 use std::ops::RangeBounds;
@@ -39,15 +38,23 @@ pub struct FlushStats {
 
 /// Who waits for a write to be durable.
 enum Done {
+    /// Nobody: written, and synced with the next record somebody waits for.
     Nobody,
     Flushed(LogFlushed<TypeConfig>),
     Notify(tokio::sync::oneshot::Sender<io::Result<()>>),
+    /// A leader's own entries, already reported to openraft as flushed:
+    /// only the [`Wal::flushed`] watch learns when they are durable, and
+    /// they are synced at once like any record somebody waits for.
+    Watch,
 }
 
 struct Job {
     records: Vec<Encoded>,
     entries: u64,
     done: Done,
+    /// The log's last entry once this job is durable, if the job changes
+    /// it (an append or a truncation).
+    last: Option<Option<LogId>>,
 }
 
 /// The write-ahead log as openraft's log storage. Cheap to clone: clones
@@ -61,6 +68,12 @@ struct Inner {
     image: RwLock<LogImage>,
     writer: mpsc::Sender<Job>,
     stats: Arc<FlushStats>,
+    /// The last entry known durable, which the state machine waits for
+    /// before applying and a leader caps the commit index it sends at.
+    flushed: tokio::sync::watch::Sender<Option<LogId>>,
+    /// This node's id once it answers its own appends as leader before
+    /// they are durable (see [`Wal::flush_leader_appends_in_parallel`]).
+    early_for: std::sync::OnceLock<NodeId>,
 }
 
 impl Wal {
@@ -89,9 +102,12 @@ impl Wal {
         let stats = Arc::new(FlushStats::default());
         let (tx, rx) = mpsc::channel();
         let writer_stats = stats.clone();
+        // Everything recovery found is on disk.
+        let (flushed, _) = tokio::sync::watch::channel(image.last_log_id());
+        let writer_flushed = flushed.clone();
         std::thread::Builder::new()
             .name("raftlock-wal".into())
-            .spawn(move || writer(core, rx, writer_stats))
+            .spawn(move || writer(core, rx, writer_stats, writer_flushed))
             .map_err(|e| StorageIOError::write_logs(&e))?;
         Ok((
             Wal {
@@ -99,10 +115,51 @@ impl Wal {
                     image: RwLock::new(image),
                     writer: tx,
                     stats,
+                    flushed,
+                    early_for: std::sync::OnceLock::new(),
                 }),
             },
             report,
         ))
+    }
+
+    /// The last entry known to be durable. It can go back: a follower's
+    /// conflicting suffix is truncated.
+    pub fn flushed(&self) -> tokio::sync::watch::Receiver<Option<LogId>> {
+        self.inner.flushed.subscribe()
+    }
+
+    /// Lets node `id`, while it leads, replicate its own entries while they
+    /// are still being written: `append` reports them flushed at once, so
+    /// openraft's core (which in 0.9 awaits the leader's flush before it
+    /// sends anything) replicates without waiting for this disk, and the
+    /// commit costs one fsync in series instead of two (the leader's and a
+    /// follower's run side by side, as etcd does; Raft thesis §10.2.1).
+    ///
+    /// openraft then counts the leader towards a majority before its copy
+    /// is durable, so the node must not let anyone see such a commit early:
+    /// the state machine waits for [`Wal::flushed`] before it applies an
+    /// entry (no client is answered from a commit this disk does not hold),
+    /// and the peer network caps the commit index it sends followers at the
+    /// same point (no follower applies one either). What anyone sees as
+    /// committed is then durable on the leader and on the followers
+    /// openraft counted, a majority, as before. Followers' appends, and a
+    /// leader's re-appends of entries of other terms, are answered only
+    /// when durable.
+    pub fn flush_leader_appends_in_parallel(&self, id: NodeId) {
+        let _ = self.inner.early_for.set(id);
+    }
+
+    /// Whether `entries` are this node's own, appended while it leads.
+    fn own_leader_entries(&self, vote: Option<&Vote<NodeId>>, entries: &[Entry]) -> bool {
+        let (Some(me), Some(vote)) = (self.inner.early_for.get(), vote) else {
+            return false;
+        };
+        vote.is_committed()
+            && vote.leader_id().voted_for() == Some(*me)
+            && entries
+                .iter()
+                .all(|e| e.log_id.leader_id == *vote.leader_id())
     }
 
     /// Write-path counters.
@@ -132,6 +189,7 @@ impl Wal {
             records,
             entries: 0,
             done: Done::Notify(tx),
+            last: None,
         })?;
         rx.await
             .map_err(|_| io::Error::other("the log writer stopped"))?
@@ -162,14 +220,30 @@ impl Wal {
         }
         records.push(Encoded::committed(&image.committed)?);
         *self.image_mut() = image.clone();
-        self.write_durably(records).await
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Job {
+            records,
+            entries: 0,
+            done: Done::Notify(tx),
+            last: Some(image.last_log_id()),
+        })?;
+        rx.await
+            .map_err(|_| io::Error::other("the log writer stopped"))?
     }
 }
 
 /// The writer thread: every job queued at the moment goes out in one write
 /// and one fdatasync; then their waiters are told, in order.
-fn writer<D: WalDir>(mut core: Core<D>, rx: mpsc::Receiver<Job>, stats: Arc<FlushStats>) {
+fn writer<D: WalDir>(
+    mut core: Core<D>,
+    rx: mpsc::Receiver<Job>,
+    stats: Arc<FlushStats>,
+    flushed: tokio::sync::watch::Sender<Option<LogId>>,
+) {
     let mut failed: Option<(io::ErrorKind, String)> = None;
+    // The log's last entry as of the records written so far, published
+    // to `flushed` at each sync.
+    let mut written_last: Option<Option<LogId>> = None;
     // A purge record written but not yet synced: its segments may be
     // deleted only after the next sync.
     let mut purge_pending = false;
@@ -190,8 +264,16 @@ fn writer<D: WalDir>(mut core: Core<D>, rx: mpsc::Receiver<Job>, stats: Arc<Flus
                     batch.iter_mut().flat_map(|j| j.records.drain(..)).collect();
                 purge_pending |= records.iter().any(|r| matches!(r.effect, Effect::Purge(_)));
                 let mut r = core.write(&records);
+                if let Some(last) = batch.iter().rev().find_map(|j| j.last) {
+                    written_last = Some(last);
+                }
                 if r.is_ok() && needs_sync {
                     r = core.sync();
+                    if r.is_ok() {
+                        if let Some(last) = written_last.take() {
+                            flushed.send_replace(last);
+                        }
+                    }
                     if r.is_ok() && purge_pending {
                         purge_pending = false;
                         r = core.drop_purged().map(|_| ());
@@ -222,7 +304,7 @@ fn writer<D: WalDir>(mut core: Core<D>, rx: mpsc::Receiver<Job>, stats: Arc<Flus
             };
             stats.entries.fetch_add(job.entries, Ordering::Relaxed);
             match job.done {
-                Done::Nobody => {}
+                Done::Nobody | Done::Watch => {}
                 Done::Flushed(callback) => callback.log_io_completed(result),
                 Done::Notify(tx) => {
                     let _ = tx.send(result);
@@ -251,10 +333,9 @@ impl RaftLogStorage<TypeConfig> for Wal {
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
         let image = self.image();
-        let last = image.entries.values().next_back().map(|e| e.log_id);
         Ok(LogState {
             last_purged_log_id: image.purged,
-            last_log_id: last.or(image.purged),
+            last_log_id: image.last_log_id(),
         })
     }
 
@@ -285,6 +366,7 @@ impl RaftLogStorage<TypeConfig> for Wal {
             records: vec![record],
             entries: 0,
             done: Done::Nobody,
+            last: None,
         })
         .map_err(|e| StorageIOError::write(&e).into())
     }
@@ -302,33 +384,57 @@ impl RaftLogStorage<TypeConfig> for Wal {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let mut records = Vec::new();
-        let mut decoded = BTreeMap::new();
-        for entry in entries {
-            records.push(Encoded::entry(&entry).map_err(|e| StorageIOError::write_logs(&e))?);
-            decoded.insert(entry.log_id.index, entry);
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        let mut records = Vec::with_capacity(entries.len());
+        for entry in &entries {
+            records.push(Encoded::entry(entry).map_err(|e| StorageIOError::write_logs(&e))?);
         }
-        {
+        let last = entries.iter().map(|e| e.log_id).max_by_key(|l| l.index);
+        let early = {
             let mut image = self.image_mut();
-            for (_, e) in decoded {
+            let early = self.own_leader_entries(image.vote.as_ref(), &entries);
+            for e in entries {
                 image.apply_effect(&Effect::Entry(e.log_id.index), Some(e));
             }
-        }
+            early
+        };
         let count = records.len() as u64;
+        let (done, callback) = if early {
+            (Done::Watch, Some(callback))
+        } else {
+            (Done::Flushed(callback), None)
+        };
         self.send(Job {
             records,
             entries: count,
-            done: Done::Flushed(callback),
+            done,
+            last: last.map(Some),
         })
-        .map_err(|e| StorageIOError::write_logs(&e).into())
+        .map_err(|e| StorageIOError::write_logs(&e))?;
+        if let Some(callback) = callback {
+            callback.log_io_completed(Ok(()));
+        }
+        Ok(())
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
         let record = Encoded::truncate(log_id.index).map_err(|e| StorageIOError::write_logs(&e))?;
-        self.image_mut()
-            .apply_effect(&Effect::Truncate(log_id.index), None);
-        self.write_durably(vec![record])
-            .await
+        let last = {
+            let mut image = self.image_mut();
+            image.apply_effect(&Effect::Truncate(log_id.index), None);
+            image.last_log_id()
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send(Job {
+            records: vec![record],
+            entries: 0,
+            done: Done::Notify(tx),
+            last: Some(last),
+        })
+        .map_err(|e| StorageIOError::write_logs(&e))?;
+        rx.await
+            .map_err(|_| io::Error::other("the log writer stopped"))
+            .and_then(|r| r)
             .map_err(|e| StorageIOError::write_logs(&e).into())
     }
 
@@ -341,6 +447,7 @@ impl RaftLogStorage<TypeConfig> for Wal {
             records: vec![record],
             entries: 0,
             done: Done::Nobody,
+            last: None,
         })
         .map_err(|e| StorageIOError::write_logs(&e).into())
     }
