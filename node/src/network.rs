@@ -28,8 +28,8 @@ use tonic::transport::{Channel, Endpoint};
 #[derive(Clone, Default)]
 pub struct PeerNetwork {
     channels: Arc<Mutex<HashMap<(NodeId, String), Channel>>>,
-    /// Peers found to read only JSON (older releases), by node.
-    json_only: Arc<Mutex<HashMap<NodeId, Arc<AtomicBool>>>>,
+    /// What each peer was found to lack (older releases), by node.
+    lacks: Arc<Mutex<HashMap<NodeId, Arc<PeerLacks>>>>,
     /// Source address of outgoing peer connections: the peer listen IP when
     /// it is a specific one, so that a node's Raft traffic comes from the
     /// address it serves on. Firewall rules (and the fault-injection
@@ -94,12 +94,41 @@ impl PeerNetwork {
     }
 }
 
+/// What a peer of an older release was found not to read.
+#[derive(Default)]
+struct PeerLacks {
+    /// Binary messages: it is sent JSON.
+    binary: AtomicBool,
+    /// `AppendEntriesStream`: it is sent unary `AppendEntries`.
+    append_stream: AtomicBool,
+}
+
 /// A connection to one peer.
 pub struct PeerConnection {
     target: NodeId,
     client: Result<RaftClient<Channel>, String>,
-    json_only: Arc<AtomicBool>,
+    lacks: Arc<PeerLacks>,
     flushed: Option<tokio::sync::watch::Receiver<Option<LogId>>>,
+    /// The open `AppendEntriesStream`, if any: opened on the first append
+    /// and again after it breaks.
+    append_stream: Option<AppendStream>,
+}
+
+/// An open `AppendEntriesStream`: requests go in `tx`, answers come back
+/// on `rx` in the same order.
+struct AppendStream {
+    tx: tokio::sync::mpsc::Sender<RaftPayload>,
+    rx: tonic::Streaming<RaftPayload>,
+}
+
+/// How an append over the stream went.
+enum Streamed {
+    /// The peer's encoded answer.
+    Answer(RaftPayload),
+    /// The peer has no such method (an older release).
+    Unsupported,
+    /// The stream failed; it is closed and reopened by the next append.
+    Failed(tonic::Status),
 }
 
 impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
@@ -114,8 +143,8 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
                     .max_encoding_message_size(64 << 20)
             })
             .map_err(|e| format!("bad peer address {:?}: {e}", node.peer_addr));
-        let json_only = self
-            .json_only
+        let lacks = self
+            .lacks
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .entry(target)
@@ -124,8 +153,9 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
         PeerConnection {
             target,
             client,
-            json_only,
+            lacks,
             flushed: self.flushed.clone(),
+            append_stream: None,
         }
     }
 }
@@ -178,7 +208,7 @@ impl PeerConnection {
             Ok(c) => c,
             Err(e) => return Err(RPCError::Unreachable(Unreachable::new(&Msg(e.clone())))),
         };
-        let binary = !self.json_only.load(Ordering::Relaxed);
+        let binary = !self.lacks.binary.load(Ordering::Relaxed);
         let reply = match Self::send(client, method, req, option, binary).await {
             // Only a node of an older release fails to decode a binary
             // request: speak JSON to it from now on.
@@ -187,25 +217,111 @@ impl PeerConnection {
                     peer = self.target,
                     "peer reads only JSON (an older release): sending it JSON"
                 );
-                self.json_only.store(true, Ordering::Relaxed);
+                self.lacks.binary.store(true, Ordering::Relaxed);
                 Self::send(client, method, req, option, false).await
             }
             other => other,
         };
-        let reply = match reply {
-            Ok(r) => r,
-            Err(status) => {
-                return Err(match status.code() {
-                    tonic::Code::Unavailable | tonic::Code::DeadlineExceeded => {
-                        RPCError::Unreachable(Unreachable::new(&status))
-                    }
-                    _ => RPCError::Network(NetworkError::new(&status)),
-                })
-            }
-        };
+        match reply {
+            Ok(r) => self.decode(r),
+            Err(status) => Err(rpc_error(status)),
+        }
+    }
+
+    /// Decodes a peer's `Result<Resp, Err>`.
+    fn decode<Resp, Err>(&self, reply: RaftPayload) -> Result<Resp, RPCError<NodeId, NodeInfo, Err>>
+    where
+        Resp: DeserializeOwned,
+        Err: std::error::Error + DeserializeOwned,
+    {
         let result: Result<Resp, Err> = peer_codec::decode_reply(&reply.data)
             .map_err(|e| RPCError::Network(NetworkError::new(&Msg(e))))?;
         result.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+    }
+
+    /// Sends one append over the peer's `AppendEntriesStream`, opening it
+    /// first if needed. A stream found broken before it answered (the peer
+    /// restarted, the connection dropped) is reopened once: appends are
+    /// idempotent, so sending one twice is harmless.
+    async fn append_streamed(
+        &mut self,
+        rpc: &AppendEntriesRequest<TypeConfig>,
+        option: &RPCOption,
+    ) -> Streamed {
+        let client = match &mut self.client {
+            Ok(c) => c,
+            Err(e) => return Streamed::Failed(tonic::Status::unavailable(e.clone())),
+        };
+        let data = match peer_codec::encode_request(rpc, true) {
+            Ok(d) => d,
+            Err(e) => return Streamed::Failed(tonic::Status::internal(e)),
+        };
+        let stream = &mut self.append_stream;
+        let attempt = async {
+            for attempt in 0..2 {
+                if stream.is_none() {
+                    let (tx, rx) = tokio::sync::mpsc::channel(1);
+                    let out = tokio_stream::wrappers::ReceiverStream::new(rx);
+                    match client.append_entries_stream(out).await {
+                        Ok(answers) => {
+                            *stream = Some(AppendStream {
+                                tx,
+                                rx: answers.into_inner(),
+                            })
+                        }
+                        Err(s) if s.code() == tonic::Code::Unimplemented => {
+                            return Streamed::Unsupported
+                        }
+                        Err(s) => return Streamed::Failed(s),
+                    }
+                }
+                let Some(open) = stream.as_mut() else {
+                    continue;
+                };
+                let payload = RaftPayload { data: data.clone() };
+                if open.tx.send(payload).await.is_err() {
+                    *stream = None;
+                    continue;
+                }
+                match open.rx.message().await {
+                    Ok(Some(answer)) => return Streamed::Answer(answer),
+                    Ok(None) if attempt == 0 => *stream = None,
+                    Ok(None) => {
+                        *stream = None;
+                        return Streamed::Failed(tonic::Status::unavailable(
+                            "the peer ended the append stream",
+                        ));
+                    }
+                    Err(s) => {
+                        *stream = None;
+                        return Streamed::Failed(s);
+                    }
+                }
+            }
+            Streamed::Failed(tonic::Status::unavailable("the append stream broke twice"))
+        };
+        match tokio::time::timeout(option.hard_ttl(), attempt).await {
+            Ok(r) => r,
+            Err(_) => {
+                // Its answer may still come: it would pair with the next
+                // request.
+                self.append_stream = None;
+                Streamed::Failed(tonic::Status::deadline_exceeded(format!(
+                    "no answer within {:?}",
+                    option.hard_ttl()
+                )))
+            }
+        }
+    }
+}
+
+/// The openraft error for a failed call.
+fn rpc_error<E: std::error::Error>(status: tonic::Status) -> RPCError<NodeId, NodeInfo, E> {
+    match status.code() {
+        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded => {
+            RPCError::Unreachable(Unreachable::new(&status))
+        }
+        _ => RPCError::Network(NetworkError::new(&status)),
     }
 }
 
@@ -219,6 +335,20 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
             let flushed = *flushed.borrow();
             if flushed.is_none_or(|f| f.index < commit.index) {
                 rpc.leader_commit = flushed;
+            }
+        }
+        let binary = !self.lacks.binary.load(Ordering::Relaxed);
+        if binary && !self.lacks.append_stream.load(Ordering::Relaxed) {
+            match self.append_streamed(&rpc, &option).await {
+                Streamed::Answer(reply) => return self.decode(reply),
+                Streamed::Failed(status) => return Err(rpc_error(status)),
+                Streamed::Unsupported => {
+                    tracing::info!(
+                        peer = self.target,
+                        "peer has no append stream (an older release): sending it unary appends"
+                    );
+                    self.lacks.append_stream.store(true, Ordering::Relaxed);
+                }
             }
         }
         self.call("append", &rpc, &option).await

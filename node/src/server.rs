@@ -186,7 +186,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     let peer_caller = Authenticate(Arc::new(Authenticator::disabled()));
     let peer_server = peer_builder
         .add_service(
-            RaftServer::new(PeerService::new(raft.clone()))
+            RaftServer::new(PeerService::new(raft.clone(), stopped.clone()))
                 .max_decoding_message_size(64 << 20)
                 .max_encoding_message_size(64 << 20),
         )

@@ -3,22 +3,27 @@
 //! and encodes `Result<response, error>` back in the request's format.
 
 use crate::peer_codec;
+use futures::Stream;
 use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1::raft_server::Raft as RaftService;
 use raftlock_proto::v1::RaftPayload;
 use raftlock_store::Raft;
 use serde::Serialize;
-use tonic::{Request, Response, Status};
+use std::pin::Pin;
+use tonic::{Request, Response, Status, Streaming};
 
 /// Serves Raft RPCs from peers.
 pub struct PeerService {
     raft: Raft,
+    /// Turns true when the node stops: append streams end then, so that
+    /// they do not hold the listener's drain open.
+    stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 impl PeerService {
-    /// Serves `raft`.
-    pub fn new(raft: Raft) -> Self {
-        PeerService { raft }
+    /// Serves `raft` until `stopping` turns true.
+    pub fn new(raft: Raft, stopping: tokio::sync::watch::Receiver<bool>) -> Self {
+        PeerService { raft, stopping }
     }
 }
 
@@ -41,8 +46,44 @@ fn encode<T: Serialize, E: Serialize>(
         .map_err(|e| reason::status(Reason::Internal, format!("cannot encode raft reply: {e}")))
 }
 
+/// Answers of an `AppendEntriesStream`, one per request, in order.
+pub type AppendStream = Pin<Box<dyn Stream<Item = Result<RaftPayload, Status>> + Send + 'static>>;
+
 #[tonic::async_trait]
 impl RaftService for PeerService {
+    type AppendEntriesStreamStream = AppendStream;
+
+    async fn append_entries_stream(
+        &self,
+        req: Request<Streaming<RaftPayload>>,
+    ) -> Result<Response<AppendStream>, Status> {
+        let inbound = req.into_inner();
+        let state = (inbound, self.raft.clone(), self.stopping.clone());
+        // One request at a time, as the leader's replication of this peer
+        // sends them: each answer goes out before the next is read.
+        let answers =
+            futures::stream::try_unfold(state, |(mut inbound, raft, mut stopping)| async {
+                let msg = tokio::select! {
+                    msg = inbound.message() => msg?,
+                    _ = stopping.wait_for(|s| *s) => None,
+                };
+                let Some(msg) = msg else {
+                    return Ok(None);
+                };
+                let (req, binary) = decode(Request::new(msg))?;
+                if !binary {
+                    return Err(reason::status(
+                        Reason::InvalidArgument,
+                        "AppendEntriesStream carries binary messages only",
+                    ));
+                }
+                let res = raft.append_entries(req).await;
+                let data = encode(&res, true)?.into_inner();
+                Ok(Some((data, (inbound, raft, stopping))))
+            });
+        Ok(Response::new(Box::pin(answers)))
+    }
+
     async fn vote(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
         let (req, binary) = decode(req)?;
         let res = self.raft.vote(req).await;
