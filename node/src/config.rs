@@ -79,6 +79,11 @@ pub struct NodeArgs {
     /// openraft alone does, for comparisons.
     #[arg(long, env = "RAFTLOCK_LEADER_FLUSH", value_enum)]
     pub leader_flush: Option<LeaderFlush>,
+    /// Fault injection, never for production: keep the log's writes in
+    /// memory until they are synced, so that killing the node loses what a
+    /// power loss would (for power-loss drills and tests).
+    #[arg(long, env = "RAFTLOCK_FAULT_LOSE_UNSYNCED", hide = true)]
+    pub fault_lose_unsynced: bool,
     /// Log format: text or json [default: text].
     #[arg(long, env = "RAFTLOCK_LOG_FORMAT")]
     pub log_format: Option<String>,
@@ -194,6 +199,8 @@ pub struct NodeConfig {
     pub proposals_in_flight: usize,
     /// Whether the leader replicates while it writes.
     pub leader_flush: LeaderFlush,
+    /// Log writes stay in memory until synced (fault injection).
+    pub fault_lose_unsynced: bool,
     /// Entries between snapshots.
     pub snapshot_every: u64,
     /// `text` or `json`.
@@ -357,6 +364,7 @@ impl NodeArgs {
                 .leader_flush
                 .or(file.leader_flush)
                 .unwrap_or(LeaderFlush::Parallel),
+            fault_lose_unsynced: self.fault_lose_unsynced,
             snapshot_every: self
                 .snapshot_every
                 .or(file.snapshot_every)

@@ -17,7 +17,7 @@ use raftlock_proto::v1::{
     raft_server::RaftServer, session_server::SessionServer,
 };
 use raftlock_store::data_dir::{DataDir, DataDirError};
-use raftlock_store::{open_storage, NodeInfo, Raft};
+use raftlock_store::{open_storage_with, NodeInfo, Raft};
 use std::future::Future;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -74,8 +74,15 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     crate::admin::recorder();
     let cluster = (!config.initial_cluster.is_empty()).then(|| cluster_id(&config.initial_cluster));
     let data = DataDir::open(&config.data_dir, config.id, cluster.as_deref())?;
+    if config.fault_lose_unsynced {
+        warn!(
+            node = config.id,
+            "FAULT INJECTION: log writes stay in memory until synced; a crash of this node loses them as a power loss would"
+        );
+    }
     #[allow(unused_mut)]
-    let (mut log, sm) = open_storage(&data).map_err(|e| StartError::Storage(e.to_string()))?;
+    let (mut log, mut sm) = open_storage_with(&data, config.fault_lose_unsynced)
+        .map_err(|e| StartError::Storage(e.to_string()))?;
     #[cfg(feature = "planted-bugs")]
     plant_from_env(&mut log).await?;
     let log_stats = log.stats();
@@ -106,6 +113,9 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     .validate()
     .map_err(|e| StartError::Raft(e.to_string()))?;
     let leader_lease = Duration::from_millis(raft_config.election_timeout_max);
+    // Nothing is applied before this node's log holds it durably: needed
+    // once a leader replicates while it writes, harmless otherwise.
+    sm.apply_after_flush(log.flushed());
     if config.leader_flush == crate::config::LeaderFlush::Parallel {
         log.flush_leader_appends_in_parallel(config.id);
     }

@@ -39,8 +39,23 @@ pub use types::{
 pub fn open_storage(
     data: &data_dir::DataDir,
 ) -> Result<(wal::Wal, state_machine::StateMachineStore), types::StorageError> {
-    let log = wal::Wal::open(&data.wal_dir())?;
-    let mut sm = state_machine::StateMachineStore::open(data.snapshot_file())?;
-    sm.apply_after_flush(log.flushed());
+    open_storage_with(data, false)
+}
+
+/// [`open_storage`], with the log's writes kept in memory until synced when
+/// `lose_unsynced` (fault injection: a kill then loses what a power loss
+/// would; see [`wal::disk::LoseUnsyncedDir`]).
+pub fn open_storage_with(
+    data: &data_dir::DataDir,
+    lose_unsynced: bool,
+) -> Result<(wal::Wal, state_machine::StateMachineStore), types::StorageError> {
+    let log = if lose_unsynced {
+        let dir = wal::disk::LoseUnsyncedDir::new(data.wal_dir())
+            .map_err(|e| openraft::StorageIOError::read_logs(&e))?;
+        wal::Wal::open_in(dir, wal::SEGMENT_BYTES)?.0
+    } else {
+        wal::Wal::open(&data.wal_dir())?
+    };
+    let sm = state_machine::StateMachineStore::open(data.snapshot_file())?;
     Ok((log, sm))
 }

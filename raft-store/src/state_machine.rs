@@ -445,6 +445,31 @@ mod tests {
         }
     }
 
+    /// An entry is applied (and its caller answered) only once this node's
+    /// log holds it durably: a leader replicating while it writes counts
+    /// itself towards the commit before its own copy is on disk.
+    #[tokio::test]
+    async fn nothing_is_applied_before_the_log_holds_it_durably() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sm = StateMachineStore::open(dir.path().join("snap")).unwrap();
+        let (durable, flushed) = tokio::sync::watch::channel(None);
+        sm.apply_after_flush(flushed);
+        let shared = sm.shared();
+        let apply = tokio::spawn(async move { sm.apply(vec![entry(2, vec![create()])]).await });
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert_eq!(shared.read().machine.counts().0, 0, "applied too early");
+        durable.send_replace(Some(LogId::new(CommittedLeaderId::new(1, 1), 1)));
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(
+            !apply.is_finished(),
+            "applied before its own index was durable"
+        );
+        durable.send_replace(Some(LogId::new(CommittedLeaderId::new(1, 1), 2)));
+        let applied = apply.await.unwrap().unwrap();
+        assert_eq!(applied.len(), 1);
+        assert_eq!(shared.read().machine.counts().0, 1);
+    }
+
     /// Group commit must not cost uniqueness: commands sharing an entry get
     /// distinct ids, and tokens granted later in the log stay larger, also
     /// when a handoff grants a waiter inside a batch.

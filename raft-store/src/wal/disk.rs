@@ -128,6 +128,95 @@ impl WalDir for FsDir {
     }
 }
 
+/// Real files whose writes stay in this process's memory until synced, so
+/// that killing the process loses exactly what a power loss would: every
+/// write not yet made durable. Fault injection for tests and chaos drills
+/// (`raftlockd --fault-lose-unsynced`), never for production: a crash of
+/// the process then costs what a power loss costs.
+#[derive(Clone, Debug)]
+pub struct LoseUnsyncedDir {
+    inner: FsDir,
+}
+
+impl LoseUnsyncedDir {
+    /// The directory at `path`, created if absent.
+    pub fn new(path: impl Into<PathBuf>) -> io::Result<LoseUnsyncedDir> {
+        Ok(LoseUnsyncedDir {
+            inner: FsDir::new(path)?,
+        })
+    }
+}
+
+/// A file of [`LoseUnsyncedDir`]: writes wait in `pending` until synced.
+pub struct LoseUnsyncedFile {
+    file: fs::File,
+    pending: Vec<(u64, Vec<u8>)>,
+}
+
+impl WalFile for LoseUnsyncedFile {
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.pending.push((offset, buf.to_vec()));
+        Ok(())
+    }
+
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let n = WalFile::read_at(&mut self.file, buf, offset)?;
+        // Later writes over earlier ones, as the page cache would show them.
+        let end = offset + buf.len() as u64;
+        let mut seen = n;
+        for (at, bytes) in &self.pending {
+            let (from, to) = (*at.max(&offset), (at + bytes.len() as u64).min(end));
+            if from < to {
+                buf[(from - offset) as usize..(to - offset) as usize]
+                    .copy_from_slice(&bytes[(from - at) as usize..(to - at) as usize]);
+                seen = seen.max((to - offset) as usize);
+            }
+        }
+        Ok(seen)
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        for (at, bytes) in self.pending.drain(..) {
+            FileExt::write_all_at(&self.file, &bytes, at)?;
+        }
+        fs::File::sync_data(&self.file)
+    }
+
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        WalFile::set_len(&mut self.file, len)
+    }
+}
+
+impl WalDir for LoseUnsyncedDir {
+    type File = LoseUnsyncedFile;
+
+    fn list(&self) -> io::Result<Vec<String>> {
+        self.inner.list()
+    }
+
+    fn create(&self, name: &str) -> io::Result<LoseUnsyncedFile> {
+        Ok(LoseUnsyncedFile {
+            file: self.inner.create(name)?,
+            pending: Vec::new(),
+        })
+    }
+
+    fn open(&self, name: &str) -> io::Result<LoseUnsyncedFile> {
+        Ok(LoseUnsyncedFile {
+            file: self.inner.open(name)?,
+            pending: Vec::new(),
+        })
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        self.inner.remove(name)
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.inner.sync()
+    }
+}
+
 /// A simulated disk: what was written is visible at once, but only what was
 /// synced survives [`SimDir::crash`], as after a power loss. Cheap to clone;
 /// clones share the disk.

@@ -40,7 +40,8 @@ pub struct FlushStats {
 enum Done {
     /// Nobody: written, and synced with the next record somebody waits for.
     Nobody,
-    Flushed(LogFlushed<TypeConfig>),
+    /// Told the result once durable (openraft's append callback).
+    Call(Box<dyn FnOnce(io::Result<()>) + Send>),
     Notify(tokio::sync::oneshot::Sender<io::Result<()>>),
     /// A leader's own entries, already reported to openraft as flushed:
     /// only the [`Wal::flushed`] watch learns when they are durable, and
@@ -148,6 +149,43 @@ impl Wal {
     /// when durable.
     pub fn flush_leader_appends_in_parallel(&self, id: NodeId) {
         let _ = self.inner.early_for.set(id);
+    }
+
+    /// Appends `entries` and calls `done` once they are durable, or at once
+    /// for a leader's own entries (see
+    /// [`Wal::flush_leader_appends_in_parallel`]).
+    pub(crate) fn append_then(
+        &self,
+        entries: Vec<Entry>,
+        done: Box<dyn FnOnce(io::Result<()>) + Send>,
+    ) -> io::Result<()> {
+        let mut records = Vec::with_capacity(entries.len());
+        for entry in &entries {
+            records.push(Encoded::entry(entry)?);
+        }
+        let last = entries.iter().map(|e| e.log_id).max_by_key(|l| l.index);
+        let early = {
+            let mut image = self.image_mut();
+            let early = self.own_leader_entries(image.vote.as_ref(), &entries);
+            for e in entries {
+                image.apply_effect(&Effect::Entry(e.log_id.index), Some(e));
+            }
+            early
+        };
+        let count = records.len() as u64;
+        let done = if early {
+            // Readable from the image now, which is all replication needs.
+            done(Ok(()));
+            Done::Watch
+        } else {
+            Done::Call(done)
+        };
+        self.send(Job {
+            records,
+            entries: count,
+            done,
+            last: last.map(Some),
+        })
     }
 
     /// Whether `entries` are this node's own, appended while it leads.
@@ -305,7 +343,7 @@ fn writer<D: WalDir>(
             stats.entries.fetch_add(job.entries, Ordering::Relaxed);
             match job.done {
                 Done::Nobody | Done::Watch => {}
-                Done::Flushed(callback) => callback.log_io_completed(result),
+                Done::Call(callback) => callback(result),
                 Done::Notify(tx) => {
                     let _ = tx.send(result);
                 }
@@ -384,37 +422,11 @@ impl RaftLogStorage<TypeConfig> for Wal {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let entries: Vec<Entry> = entries.into_iter().collect();
-        let mut records = Vec::with_capacity(entries.len());
-        for entry in &entries {
-            records.push(Encoded::entry(entry).map_err(|e| StorageIOError::write_logs(&e))?);
-        }
-        let last = entries.iter().map(|e| e.log_id).max_by_key(|l| l.index);
-        let early = {
-            let mut image = self.image_mut();
-            let early = self.own_leader_entries(image.vote.as_ref(), &entries);
-            for e in entries {
-                image.apply_effect(&Effect::Entry(e.log_id.index), Some(e));
-            }
-            early
-        };
-        let count = records.len() as u64;
-        let (done, callback) = if early {
-            (Done::Watch, Some(callback))
-        } else {
-            (Done::Flushed(callback), None)
-        };
-        self.send(Job {
-            records,
-            entries: count,
-            done,
-            last: last.map(Some),
-        })
-        .map_err(|e| StorageIOError::write_logs(&e))?;
-        if let Some(callback) = callback {
-            callback.log_io_completed(Ok(()));
-        }
-        Ok(())
+        self.append_then(
+            entries.into_iter().collect(),
+            Box::new(move |r| callback.log_io_completed(r)),
+        )
+        .map_err(|e| StorageIOError::write_logs(&e).into())
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {

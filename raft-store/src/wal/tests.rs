@@ -351,3 +351,110 @@ proptest! {
         }
     }
 }
+
+/// What `append_then` reported, and the durable point when it did.
+type Reports = std::sync::Arc<std::sync::Mutex<Vec<(bool, Option<u64>)>>>;
+
+fn append(wal: &super::Wal, entries: Vec<Entry>, reports: &Reports) {
+    let flushed = wal.flushed();
+    let reports = reports.clone();
+    wal.append_then(
+        entries,
+        Box::new(move |r| {
+            let durable = flushed.borrow().map(|l| l.index);
+            reports.lock().unwrap().push((r.is_ok(), durable));
+        }),
+    )
+    .unwrap();
+}
+
+/// Waits until `n` appends were answered.
+async fn answered(reports: &Reports, n: usize) -> Vec<(bool, Option<u64>)> {
+    for _ in 0..500 {
+        let r = reports.lock().unwrap().clone();
+        if r.len() >= n {
+            return r;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("appends unanswered: {:?}", reports.lock().unwrap());
+}
+
+async fn flushed_reaches(wal: &super::Wal, index: u64) {
+    let mut flushed = wal.flushed();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        flushed.wait_for(|f| f.is_some_and(|f| f.index >= index)),
+    )
+    .await
+    .expect("the durable point reaches the append")
+    .unwrap();
+}
+
+/// A leader's own entries are reported flushed before they are durable
+/// (so openraft replicates them while the leader writes), and the
+/// durable point then follows the sync; every other append (a follower's,
+/// or a leader's copy of an older term's entries) is reported only once
+/// durable.
+#[tokio::test]
+async fn only_a_leaders_own_appends_are_answered_before_they_are_durable() {
+    use openraft::storage::RaftLogStorage;
+    let (mut wal, _) = super::Wal::open_in(SimDir::new(), SEGMENT).unwrap();
+    wal.flush_leader_appends_in_parallel(1);
+    let reports: Reports = Default::default();
+
+    // Follower of node 2 in term 1.
+    wal.save_vote(&Vote::new_committed(1, 2)).await.unwrap();
+    let e = |term: u64, leader: u64, index: u64| Entry {
+        log_id: LogId::new(CommittedLeaderId::new(term, leader), index),
+        payload: EntryPayload::Blank,
+    };
+    append(&wal, vec![e(1, 2, 1), e(1, 2, 2)], &reports);
+    flushed_reaches(&wal, 2).await;
+    // Node 1 leads term 2: its own entries are answered at once.
+    wal.save_vote(&Vote::new_committed(2, 1)).await.unwrap();
+    append(&wal, vec![e(2, 1, 3)], &reports);
+    assert_eq!(reports.lock().unwrap().len(), 2, "answered at once");
+    flushed_reaches(&wal, 3).await;
+    // An entry of an older term (its own, lost and sent back by a later
+    // leader) is not "own" under the current vote.
+    wal.save_vote(&Vote::new_committed(3, 1)).await.unwrap();
+    append(&wal, vec![e(2, 1, 4)], &reports);
+    flushed_reaches(&wal, 4).await;
+    // A candidate's vote is not a leader's.
+    wal.save_vote(&Vote::new(4, 1)).await.unwrap();
+    append(&wal, vec![e(4, 1, 5)], &reports);
+    flushed_reaches(&wal, 5).await;
+
+    let reports = answered(&reports, 4).await;
+    assert_eq!(
+        reports,
+        vec![
+            (true, Some(2)), // follower: after durable
+            (true, Some(2)), // leader's own: before its entry is durable
+            (true, Some(4)),
+            (true, Some(5)),
+        ]
+    );
+    // Without the setting, nothing is answered early.
+    let (mut plain, _) = super::Wal::open_in(SimDir::new(), SEGMENT).unwrap();
+    plain.save_vote(&Vote::new_committed(1, 1)).await.unwrap();
+    let r: Reports = Default::default();
+    append(&plain, vec![e(1, 1, 1)], &r);
+    assert_eq!(answered(&r, 1).await, vec![(true, Some(1))]);
+}
+
+/// A truncated suffix is no longer durable log: the point moves back to
+/// the new end (the state machine must not wait on entries that are gone).
+#[tokio::test]
+async fn the_durable_point_goes_back_with_a_truncation() {
+    use openraft::storage::RaftLogStorage;
+    let (mut wal, _) = super::Wal::open_in(SimDir::new(), SEGMENT).unwrap();
+    let reports: Reports = Default::default();
+    append(&wal, (1..=5).map(|i| entry(1, i, 8)).collect(), &reports);
+    flushed_reaches(&wal, 5).await;
+    wal.truncate(LogId::new(CommittedLeaderId::new(1, 1), 3))
+        .await
+        .unwrap();
+    assert_eq!(wal.flushed().borrow().map(|l| l.index), Some(2));
+}
