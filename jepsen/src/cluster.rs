@@ -242,6 +242,9 @@ impl Cluster {
             .args(["--listen-peer", &n.peer_addr])
             .args(["--initial-cluster", &initial])
             .env("RUST_LOG", "info,openraft=warn")
+            // Every kill is a power loss of that node: what its log had
+            // written but not synced is gone, not kept by the page cache.
+            .env("RAFTLOCK_FAULT_LOSE_UNSYNCED", "true")
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

@@ -1,7 +1,9 @@
 //! Raft traffic between nodes over tonic: one reused HTTP/2 channel per
 //! peer, openraft messages encoded binary inside `RaftPayload.data` (JSON
 //! to a peer of an older release, `peer_codec.rs`), every call bounded by
-//! the deadline openraft gives it.
+//! the deadline openraft gives it. Appends (and the heartbeats that carry
+//! the commit index) go over one long-lived `AppendEntriesStream` per
+//! peer; votes and snapshots are unary calls.
 
 use crate::peer_codec;
 use openraft::error::{

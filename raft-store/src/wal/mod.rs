@@ -72,6 +72,10 @@ struct Inner {
     /// The last entry known durable, which the state machine waits for
     /// before applying and a leader caps the commit index it sends at.
     flushed: tokio::sync::watch::Sender<Option<LogId>>,
+    /// The latest committed-index record not yet handed to the writer: it
+    /// goes out with the next write somebody waits for, not in a write (and
+    /// a wake-up of the writer thread) of its own.
+    committed: std::sync::Mutex<Option<Encoded>>,
     /// This node's id once it answers its own appends as leader before
     /// they are durable (see [`Wal::flush_leader_appends_in_parallel`]).
     early_for: std::sync::OnceLock<NodeId>,
@@ -117,6 +121,7 @@ impl Wal {
                     writer: tx,
                     stats,
                     flushed,
+                    committed: std::sync::Mutex::new(None),
                     early_for: std::sync::OnceLock::new(),
                 }),
             },
@@ -213,7 +218,16 @@ impl Wal {
         self.inner.image.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn send(&self, job: Job) -> io::Result<()> {
+    fn send(&self, mut job: Job) -> io::Result<()> {
+        if !matches!(job.done, Done::Nobody) {
+            let committed = self
+                .inner
+                .committed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            job.records.extend(committed);
+        }
         self.inner
             .writer
             .send(job)
@@ -398,15 +412,16 @@ impl RaftLogStorage<TypeConfig> for Wal {
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
         let record = Encoded::committed(&committed).map_err(|e| StorageIOError::write(&e))?;
         self.image_mut().committed = committed;
-        // Rides with the next sync: losing it only means re-applying from
-        // the snapshot up to a commit point the cluster confirms again.
-        self.send(Job {
-            records: vec![record],
-            entries: 0,
-            done: Done::Nobody,
-            last: None,
-        })
-        .map_err(|e| StorageIOError::write(&e).into())
+        // Rides with the next write somebody waits for: losing it only
+        // means re-applying from the snapshot up to a commit point the
+        // cluster confirms again. It is written after the entries it
+        // covers, which openraft appended before it committed them.
+        *self
+            .inner
+            .committed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(record);
+        Ok(())
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
