@@ -1137,6 +1137,11 @@ class RaftStub:
                 request_serializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.SerializeToString,
                 response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.FromString,
                 _registered_method=True)
+        self.AppendEntriesStream = channel.stream_stream(
+                '/raftlock.v1.Raft/AppendEntriesStream',
+                request_serializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.SerializeToString,
+                response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.FromString,
+                _registered_method=True)
         self.InstallSnapshot = channel.unary_unary(
                 '/raftlock.v1.Raft/InstallSnapshot',
                 request_serializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.SerializeToString,
@@ -1167,6 +1172,17 @@ class RaftServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AppendEntriesStream(self, request_iterator, context):
+        """AppendEntries over one long-lived stream per peer: every request
+        message (binary only) is answered by one response message, in order.
+        Saves a new HTTP/2 stream, its headers and trailers, and a task per
+        append. A node of an older release answers UNIMPLEMENTED and the
+        sender uses AppendEntries instead.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def InstallSnapshot(self, request, context):
         """One chunk of a snapshot.
         """
@@ -1184,6 +1200,11 @@ def add_RaftServicer_to_server(servicer, server):
             ),
             'AppendEntries': grpc.unary_unary_rpc_method_handler(
                     servicer.AppendEntries,
+                    request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.FromString,
+                    response_serializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.SerializeToString,
+            ),
+            'AppendEntriesStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.AppendEntriesStream,
                     request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.FromString,
                     response_serializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.SerializeToString,
             ),
@@ -1251,6 +1272,33 @@ class Raft:
             request,
             target,
             '/raftlock.v1.Raft/AppendEntries',
+            raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.SerializeToString,
+            raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AppendEntriesStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/raftlock.v1.Raft/AppendEntriesStream',
             raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.SerializeToString,
             raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.FromString,
             options,
