@@ -9,8 +9,16 @@ use raftlock_jepsen::workload::Kind;
 use std::time::Duration;
 
 async fn verdicts(workload: Kind, fault: Fault) -> (String, serde_json::Value) {
+    verdicts_with_seed(workload, fault, 7).await
+}
+
+async fn verdicts_with_seed(
+    workload: Kind,
+    fault: Fault,
+    seed: u64,
+) -> (String, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
-    let o = run_fake(workload, fault, 6, Duration::from_secs(3), 7, dir.path())
+    let o = run_fake(workload, fault, 6, Duration::from_secs(3), seed, dir.path())
         .await
         .unwrap();
     for f in [
@@ -75,9 +83,21 @@ async fn a_reused_token_breaks_fencing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_that_expires_early_breaks_mutual_exclusion() {
-    let (verdict, checks) = verdicts(Kind::Fenced, Fault::EarlyExpiry).await;
-    assert_eq!(verdict, "invalid");
-    assert_invalid(&checks, "mutual_exclusion");
+    // The fault shows only when a frozen holder (about one step in eight
+    // of the fenced workload) holds past a third of its TTL while another
+    // worker wants its lock; in 3 s that happens in most runs, not all, and which
+    // ones depends on scheduling as well as the seed. A fault caught in
+    // one of four runs is caught; a checker blind to it never is.
+    let mut verdicts_seen = Vec::new();
+    for seed in 7..11 {
+        let (verdict, checks) = verdicts_with_seed(Kind::Fenced, Fault::EarlyExpiry, seed).await;
+        if verdict == "invalid" {
+            assert_invalid(&checks, "mutual_exclusion");
+            return;
+        }
+        verdicts_seen.push(verdict);
+    }
+    panic!("early expiry missed in every run: {verdicts_seen:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
