@@ -257,8 +257,9 @@ impl PeerConnection {
             Ok(c) => c,
             Err(e) => return Streamed::Failed(tonic::Status::unavailable(e.clone())),
         };
-        let data = match peer_codec::encode_request(rpc, true) {
-            Ok(d) => d,
+        // Moved into the first send; encoded again only for a retry.
+        let mut data = match peer_codec::encode_request(rpc, true) {
+            Ok(d) => Some(d),
             Err(e) => return Streamed::Failed(tonic::Status::internal(e)),
         };
         let stream = &mut self.append_stream;
@@ -283,7 +284,14 @@ impl PeerConnection {
                 let Some(open) = stream.as_mut() else {
                     continue;
                 };
-                let payload = RaftPayload { data: data.clone() };
+                let data = match data.take() {
+                    Some(d) => d,
+                    None => match peer_codec::encode_request(rpc, true) {
+                        Ok(d) => d,
+                        Err(e) => return Streamed::Failed(tonic::Status::internal(e)),
+                    },
+                };
+                let payload = RaftPayload { data };
                 if open.tx.send(payload).await.is_err() {
                     *stream = None;
                     continue;

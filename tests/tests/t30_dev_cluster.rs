@@ -132,6 +132,17 @@ async fn dev_tls_auth_runs_a_secured_cluster() {
     stop_dev(dev);
 }
 
+/// The nodes' logs in a dev data dir, for a failure message.
+fn node_logs(dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    for id in 1..=5 {
+        if let Ok(log) = std::fs::read_to_string(dir.join(format!("node-{id}.log"))) {
+            out.push_str(&format!("--- node {id}\n{log}"));
+        }
+    }
+    out
+}
+
 #[tokio::test]
 async fn dev_prints_usable_endpoints_and_stops_cleanly() {
     let (dev, lines) = start_dev(&["--nodes", "3"]).await;
@@ -149,7 +160,7 @@ async fn dev_prints_usable_endpoints_and_stops_cleanly() {
 
     let client = raftlock_client::Client::connect(endpoints.split(','))
         .await
-        .unwrap();
+        .unwrap_or_else(|e| panic!("{e}\n{}", node_logs(&data_dir)));
     let session = client.session(Duration::from_secs(5)).await.unwrap();
     let guard = session
         .lock("dev/smoke")

@@ -234,14 +234,19 @@ impl Wal {
             .map_err(|_| io::Error::other("the log writer stopped"))
     }
 
-    /// Queues `records` and waits until they are durable.
-    async fn write_durably(&self, records: Vec<Encoded>) -> io::Result<()> {
+    /// Queues `records` and waits until they are durable; `last` is the
+    /// log's last entry after them, if they change it.
+    async fn write_durably(
+        &self,
+        records: Vec<Encoded>,
+        last: Option<Option<LogId>>,
+    ) -> io::Result<()> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.send(Job {
             records,
             entries: 0,
             done: Done::Notify(tx),
-            last: None,
+            last,
         })?;
         rx.await
             .map_err(|_| io::Error::other("the log writer stopped"))?
@@ -249,7 +254,7 @@ impl Wal {
 
     /// Waits until everything queued so far is durable.
     pub async fn sync(&self) -> io::Result<()> {
-        self.write_durably(Vec::new()).await
+        self.write_durably(Vec::new(), None).await
     }
 
     /// The whole log as it stands (for migration checks and tests).
@@ -272,15 +277,7 @@ impl Wal {
         }
         records.push(Encoded::committed(&image.committed)?);
         *self.image_mut() = image.clone();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.send(Job {
-            records,
-            entries: 0,
-            done: Done::Notify(tx),
-            last: Some(image.last_log_id()),
-        })?;
-        rx.await
-            .map_err(|_| io::Error::other("the log writer stopped"))?
+        self.write_durably(records, Some(image.last_log_id())).await
     }
 }
 
@@ -400,7 +397,7 @@ impl RaftLogStorage<TypeConfig> for Wal {
         self.image_mut().vote = Some(*vote);
         // On disk before it is answered: forgetting a vote after a crash
         // would let this node vote twice in one term.
-        self.write_durably(vec![record])
+        self.write_durably(vec![record], None)
             .await
             .map_err(|e| StorageIOError::write_vote(&e).into())
     }
@@ -451,17 +448,8 @@ impl RaftLogStorage<TypeConfig> for Wal {
             image.apply_effect(&Effect::Truncate(log_id.index), None);
             image.last_log_id()
         };
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.send(Job {
-            records: vec![record],
-            entries: 0,
-            done: Done::Notify(tx),
-            last: Some(last),
-        })
-        .map_err(|e| StorageIOError::write_logs(&e))?;
-        rx.await
-            .map_err(|_| io::Error::other("the log writer stopped"))
-            .and_then(|r| r)
+        self.write_durably(vec![record], Some(last))
+            .await
             .map_err(|e| StorageIOError::write_logs(&e).into())
     }
 
