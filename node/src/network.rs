@@ -328,6 +328,15 @@ impl PeerConnection {
     }
 }
 
+/// The commit index a leader may tell a follower: openraft's, but never
+/// past `flushed`, the last entry durable in the leader's own log.
+fn commit_to_send(commit: Option<LogId>, flushed: Option<LogId>) -> Option<LogId> {
+    match commit {
+        Some(c) if flushed.is_none_or(|f| f.index < c.index) => flushed,
+        other => other,
+    }
+}
+
 /// The openraft error for a failed call.
 fn rpc_error<E: std::error::Error>(status: tonic::Status) -> RPCError<NodeId, NodeInfo, E> {
     match status.code() {
@@ -344,11 +353,8 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         mut rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, NodeInfo, RaftError<NodeId>>> {
-        if let (Some(commit), Some(flushed)) = (rpc.leader_commit, &self.flushed) {
-            let flushed = *flushed.borrow();
-            if flushed.is_none_or(|f| f.index < commit.index) {
-                rpc.leader_commit = flushed;
-            }
+        if let Some(flushed) = &self.flushed {
+            rpc.leader_commit = commit_to_send(rpc.leader_commit, *flushed.borrow());
         }
         let binary = !self.lacks.binary.load(Ordering::Relaxed);
         if binary && !self.lacks.append_stream.load(Ordering::Relaxed) {
@@ -384,5 +390,36 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, NodeInfo, RaftError<NodeId>>> {
         self.call("vote", &rpc, &option).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::CommittedLeaderId;
+
+    fn id(term: u64, index: u64) -> LogId {
+        LogId::new(CommittedLeaderId::new(term, 1), index)
+    }
+
+    /// A follower never hears of a commit the leader's disk does not hold:
+    /// it could apply an entry that a power loss of the leader then takes
+    /// from the majority.
+    #[test]
+    fn the_commit_sent_to_followers_stops_at_the_leaders_durable_point() {
+        assert_eq!(
+            commit_to_send(Some(id(2, 9)), Some(id(2, 7))),
+            Some(id(2, 7))
+        );
+        assert_eq!(commit_to_send(Some(id(2, 9)), None), None);
+        assert_eq!(
+            commit_to_send(Some(id(2, 9)), Some(id(2, 9))),
+            Some(id(2, 9))
+        );
+        assert_eq!(
+            commit_to_send(Some(id(2, 9)), Some(id(2, 12))),
+            Some(id(2, 9))
+        );
+        assert_eq!(commit_to_send(None, Some(id(2, 12))), None);
     }
 }
