@@ -32,6 +32,7 @@
 //! roles = ["root"]
 //! ```
 
+use crate::error::NodeError;
 use raftlock_proto::reason::{self, Reason};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -179,49 +180,40 @@ impl Caller {
     }
 
     /// `access` on `name`, or PERMISSION_DENIED saying what is missing.
-    pub fn check(&self, access: Access, name: &str) -> Result<(), Status> {
+    pub fn check(&self, access: Access, name: &str) -> Result<(), NodeError> {
         if self.may(access, name) {
             return Ok(());
         }
-        Err(reason::status(
-            Reason::PermissionDenied,
-            format!(
-                "identity {:?} has no {access} right on lock {name:?} ({})",
-                self.name,
-                self.covered(access)
-            ),
-        ))
+        Err(NodeError::PermissionDenied(format!(
+            "identity {:?} has no {access} right on lock {name:?} ({})",
+            self.name,
+            self.covered(access)
+        )))
     }
 
     /// `access` on some name (a session is needed before any lock), or
     /// PERMISSION_DENIED.
-    pub fn check_any(&self, access: Access) -> Result<(), Status> {
+    pub fn check_any(&self, access: Access) -> Result<(), NodeError> {
         if self.may_any(access) {
             return Ok(());
         }
-        Err(reason::status(
-            Reason::PermissionDenied,
-            format!(
-                "identity {:?} has no {access} right on any lock name",
-                self.name
-            ),
-        ))
+        Err(NodeError::PermissionDenied(format!(
+            "identity {:?} has no {access} right on any lock name",
+            self.name
+        )))
     }
 
     /// Cluster administration: `admin` on every name.
-    pub fn check_cluster_admin(&self, what: &str) -> Result<(), Status> {
+    pub fn check_cluster_admin(&self, what: &str) -> Result<(), NodeError> {
         if self.may(Access::Admin, "")
             && (self.unrestricted || self.rules.iter().any(|r| r.prefix.is_empty()))
         {
             return Ok(());
         }
-        Err(reason::status(
-            Reason::PermissionDenied,
-            format!(
+        Err(NodeError::PermissionDenied(format!(
             "identity {:?} may not {what}: it needs the admin right on every name (prefix \"\")",
             self.name
-        ),
-        ))
+        )))
     }
 
     fn covered(&self, access: Access) -> String {
@@ -468,7 +460,7 @@ mod tests {
         assert!(c.may(Access::Read, "team-b/x"));
         assert!(!c.may(Access::Admin, "team-a/x"));
         let e = c.check(Access::Lock, "team-b/x").unwrap_err();
-        assert_eq!(e.code(), tonic::Code::PermissionDenied);
+        assert_eq!(e.reason(), raftlock_proto::reason::Reason::PermissionDenied);
         assert!(e.message().contains("\"team-a/\""), "{}", e.message());
         assert!(c.check_cluster_admin("change membership").is_err());
     }

@@ -10,7 +10,8 @@
 //! `n` applies at `raftlock_store::batch_index(n, i)` (DESIGN.md), which is
 //! its fencing token or session id.
 
-use crate::node::NodeError;
+use crate::error::NodeError;
+use std::time::{SystemTime, UNIX_EPOCH};
 use openraft::error::{ClientWriteError, RaftError};
 use raftlock_store::machine::{Command, Outcome};
 use raftlock_store::{Proposal, Raft};
@@ -168,7 +169,7 @@ async fn write(
     write_timeout: Duration,
 ) -> Result<Vec<(u64, Outcome)>, NodeError> {
     let n = commands.len();
-    let proposal = Proposal::batch(crate::node::now_ms(), commands);
+    let proposal = Proposal::batch(now_ms(), commands);
     let started = std::time::Instant::now();
     let res = tokio::time::timeout(write_timeout, raft.client_write(proposal)).await;
     metrics::histogram!("raftlock_proposal_seconds").record(started.elapsed().as_secs_f64());
@@ -197,3 +198,12 @@ async fn write(
     }
     Ok(resp.data.outcomes)
 }
+
+/// Wall-clock Unix ms, proposed as data with every command.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+

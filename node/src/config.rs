@@ -3,6 +3,7 @@
 //! (`--config`), over defaults. Flags win over the environment, which wins
 //! over the file.
 
+pub use crate::error::ConfigError;
 use clap::Args;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -215,30 +216,6 @@ pub struct NodeConfig {
     pub tls: crate::tls::Tls,
     /// Limits against exhaustion.
     pub limits: crate::limits::Limits,
-}
-
-/// A configuration that cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// A required setting is missing.
-    #[error("{0} is required (flag, RAFTLOCK_* variable, or config file)")]
-    Missing(&'static str),
-    /// A setting has a bad value.
-    #[error("{setting}: {reason}")]
-    Invalid {
-        /// Which setting.
-        setting: &'static str,
-        /// What is wrong.
-        reason: String,
-    },
-    /// The config file cannot be read.
-    #[error("config file {path}: {reason}")]
-    File {
-        /// Path.
-        path: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
 }
 
 impl NodeArgs {

@@ -5,7 +5,8 @@
 //! One round (openraft's read index) serves every request that arrived
 //! before it started, so a thousand keep-alives cost one heartbeat round.
 
-use crate::node::{check_leader_error, NodeError};
+use crate::error::NodeError;
+use openraft::error::{CheckIsLeaderError, RaftError};
 use raftlock_store::{NodeId, Raft};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -88,5 +89,22 @@ impl Confirmer {
                 }
             }
         }
+    }
+}
+
+/// Maps openraft's read-index errors.
+fn check_leader_error(
+    node: NodeId,
+    e: RaftError<NodeId, CheckIsLeaderError<NodeId, raftlock_store::NodeInfo>>,
+) -> NodeError {
+    match e {
+        RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)) => NodeError::NotLeader {
+            node,
+            leader_addr: f.leader_node.map(|n| n.client_addr),
+        },
+        RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(q)) => {
+            NodeError::Unavailable(q.to_string())
+        }
+        RaftError::Fatal(f) => NodeError::Stopped(f.to_string()),
     }
 }

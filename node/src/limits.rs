@@ -7,7 +7,8 @@
 //! that every replica applies alike; these are the operator's, checked by
 //! the node that takes the request, and may only be tighter.
 
-use crate::config::ConfigError;
+use crate::error::{ConfigError, NodeError};
+use raftlock_store::machine::LeaseError;
 use clap::Args;
 use raftlock_proto::limits as hard;
 use raftlock_proto::reason::{self, Reason};
@@ -194,29 +195,25 @@ impl LimitArgs {
 
 impl Limits {
     /// A session TTL within the operator's bounds.
-    pub fn check_ttl(&self, ttl_ms: u64) -> Result<(), Status> {
+    pub fn check_ttl(&self, ttl_ms: u64) -> Result<(), NodeError> {
         if ttl_ms < self.min_ttl_ms || ttl_ms > self.max_ttl_ms {
-            return Err(reason::status(
-                Reason::TtlOutOfRange,
-                format!(
-                    "ttl_ms {ttl_ms} is out of this cluster's range {}..={} ms",
-                    self.min_ttl_ms, self.max_ttl_ms
-                ),
-            ));
+            return Err(LeaseError::TtlOutOfRange {
+                ttl_ms,
+                min_ms: self.min_ttl_ms,
+                max_ms: self.max_ttl_ms,
+            }
+            .into());
         }
         Ok(())
     }
 
     /// A wait within the operator's bound.
-    pub fn check_wait(&self, wait_ms: u64) -> Result<(), Status> {
+    pub fn check_wait(&self, wait_ms: u64) -> Result<(), NodeError> {
         if wait_ms > self.max_wait_ms {
-            return Err(reason::status(
-                Reason::InvalidArgument,
-                format!(
-                    "wait_timeout_ms {wait_ms} is more than the limit of {} ms",
-                    self.max_wait_ms
-                ),
-            ));
+            return Err(NodeError::InvalidArgument(format!(
+                "wait_timeout_ms {wait_ms} is more than the limit of {} ms",
+                self.max_wait_ms
+            )));
         }
         Ok(())
     }

@@ -3,48 +3,15 @@
 //! the leader is when this node is not.
 
 use crate::confirm::Confirmer;
-use openraft::error::{CheckIsLeaderError, RaftError};
 use openraft::ServerState;
 use raftlock_store::machine::{Command, LeaseError, Outcome, Reply};
 use raftlock_store::state_machine::SharedState;
 use raftlock_store::{NodeId, Raft};
+
+pub use crate::error::NodeError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// Why a node could not serve a request.
-#[derive(Clone, Debug, thiserror::Error)]
-pub enum NodeError {
-    /// This node does not lead; the client should go to the leader.
-    #[error("node {node} is not the leader{}", leader_addr.as_deref().map(|a| format!("; the leader is at {a}")).unwrap_or_else(|| "; no leader is known yet".into()))]
-    NotLeader {
-        /// This node.
-        node: NodeId,
-        /// The leader's client address, if known.
-        leader_addr: Option<String>,
-    },
-    /// The state machine refused the command.
-    #[error(transparent)]
-    Lease(#[from] LeaseError),
-    /// No quorum answered in time.
-    #[error("no quorum: {0}")]
-    Unavailable(String),
-    /// A wait for a lock timed out.
-    #[error("gave up waiting for lock {0:?}: the wait timed out")]
-    WaitTimedOut(String),
-    /// The request is malformed.
-    #[error("invalid argument: {0}")]
-    InvalidArgument(String),
-    /// Raft stopped (shutdown or a fatal storage error).
-    #[error("raft stopped: {0}")]
-    Stopped(String),
-    /// The caller may not do this.
-    #[error("permission denied: {0}")]
-    PermissionDenied(String),
-    /// A limit was reached.
-    #[error("limit reached: {0}")]
-    ResourceExhausted(String),
-}
+use std::time::Duration;
 
 /// Shared handle to the node's Raft and state.
 pub struct Node {
@@ -81,14 +48,6 @@ pub struct Node {
     pub batcher: crate::batch::Batcher,
     /// Log write counters (fsyncs, entries made durable).
     pub log_stats: Arc<raftlock_store::wal::FlushStats>,
-}
-
-/// Wall-clock Unix ms, proposed as data with every command.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 impl Node {
@@ -181,19 +140,3 @@ impl Node {
     }
 }
 
-/// Maps openraft's read-index errors.
-pub(crate) fn check_leader_error(
-    node: NodeId,
-    e: RaftError<NodeId, CheckIsLeaderError<NodeId, raftlock_store::NodeInfo>>,
-) -> NodeError {
-    match e {
-        RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)) => NodeError::NotLeader {
-            node,
-            leader_addr: f.leader_node.map(|n| n.client_addr),
-        },
-        RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(q)) => {
-            NodeError::Unavailable(q.to_string())
-        }
-        RaftError::Fatal(f) => NodeError::Stopped(f.to_string()),
-    }
-}

@@ -7,11 +7,10 @@ use crate::config::{cluster_id, NodeConfig};
 use crate::confirm::Confirmer;
 use crate::grpc::{cluster::ClusterService, election::ElectionService, lock::LockService};
 use crate::grpc::{raft::PeerService, session::SessionService};
-use crate::lease::LeaseDriver;
 use crate::limits::ConnectionLimitLayer;
 use crate::network::PeerNetwork;
 use crate::node::Node;
-use crate::waits::Waits;
+use crate::locks::{lease::LeaseDriver, waits::Waits, Locks};
 use raftlock_proto::v1::{
     cluster_server::ClusterServer, election_server::ElectionServer, lock_server::LockServer,
     raft_server::RaftServer, session_server::SessionServer,
@@ -172,6 +171,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     tokio::spawn(waits.clone().dispatch(shared.clone()));
     let leases = LeaseDriver::new(node.clone());
     tokio::spawn(leases.clone().run());
+    let locks = Locks::new(node.clone(), waits, leases);
 
     let peer_listener = bind(&config.listen_peer).await?;
     let client_listener = bind(&config.listen_client).await?;
@@ -255,17 +255,17 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(InterceptedService::new(
-            SessionServer::new(SessionService::new(node.clone(), leases.clone()))
+            SessionServer::new(SessionService::new(locks.clone()))
                 .max_decoding_message_size(max),
             authenticate.clone(),
         ))
         .add_service(InterceptedService::new(
-            LockServer::new(LockService::new(node.clone(), waits.clone()))
+            LockServer::new(LockService::new(locks.clone()))
                 .max_decoding_message_size(max),
             authenticate.clone(),
         ))
         .add_service(InterceptedService::new(
-            ElectionServer::new(ElectionService::new(node.clone(), waits.clone()))
+            ElectionServer::new(ElectionService::new(locks.clone()))
                 .max_decoding_message_size(max),
             authenticate.clone(),
         ))

@@ -7,7 +7,7 @@
 //!   mutual TLS. A node then accepts Raft traffic only from certificates the
 //!   cluster CA signed, and presents its own when it calls a peer.
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use clap::Args;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};

@@ -4,9 +4,10 @@
 //! would refresh the lease too), waits out the lease, and asks the target
 //! to campaign (`trigger().elect()`); the target wins with an up-to-date log.
 
-use crate::grpc::cluster::ask_to_campaign;
 use crate::node::{Node, NodeError};
 use openraft::ServerState;
+use raftlock_proto::v1::cluster_client::ClusterClient;
+use raftlock_proto::v1::TransferLeaderRequest;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -98,4 +99,34 @@ async fn wait_for_leader(
             )));
         }
     }
+}
+
+/// Asks node `to` (at its peer address `addr`) to campaign now, over the
+/// peer port (with the cluster's mutual TLS when it is on).
+pub async fn ask_to_campaign(
+    to: u64,
+    addr: &str,
+    tls: Option<tonic::transport::ClientTlsConfig>,
+) -> Result<(), NodeError> {
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let mut endpoint = tonic::transport::Endpoint::from_shared(format!("{scheme}://{addr}"))
+        .map_err(|e| NodeError::InvalidArgument(format!("bad address {addr:?}: {e}")))?
+        .connect_timeout(Duration::from_secs(1))
+        .timeout(Duration::from_secs(5));
+    if let Some(tls) = tls {
+        endpoint = endpoint
+            .tls_config(tls)
+            .map_err(|e| NodeError::InvalidArgument(format!("peer TLS: {e}")))?;
+    }
+    let channel = endpoint
+        .connect()
+        .await
+        .map_err(|e| NodeError::Unavailable(format!("cannot reach node {to} at {addr}: {e}")))?;
+    ClusterClient::new(channel)
+        .transfer_leader(TransferLeaderRequest { to_node_id: to })
+        .await
+        .map_err(|s| {
+            NodeError::Unavailable(format!("node {to} refused to campaign: {}", s.message()))
+        })?;
+    Ok(())
 }

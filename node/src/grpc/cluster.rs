@@ -2,10 +2,9 @@
 
 use super::convert::status;
 use crate::auth::caller;
-use crate::node::{Node, NodeError};
+use crate::node::Node;
 use openraft::ServerState;
 use raftlock_proto::reason::{self, Reason};
-use raftlock_proto::v1::cluster_client::ClusterClient;
 use raftlock_proto::v1::cluster_server::Cluster as ClusterApi;
 use raftlock_proto::v1::*;
 use raftlock_store::NodeInfo;
@@ -246,7 +245,7 @@ impl ClusterApi for ClusterService {
             let bytes = raftlock_store::backup::encode(
                 &state.machine,
                 last_index,
-                crate::node::now_ms(),
+                crate::batch::now_ms(),
                 &self.node.cluster_id,
             );
             tracing::info!(last_index, bytes = bytes.len(), "backup taken");
@@ -278,36 +277,6 @@ impl ClusterApi for ClusterService {
             .map_err(status)?;
         Ok(Response::new(TransferLeaderResponse { leader_id: leader }))
     }
-}
-
-/// Asks node `to` (at its peer address `addr`) to campaign now, over the
-/// peer port (with the cluster's mutual TLS when it is on).
-pub async fn ask_to_campaign(
-    to: u64,
-    addr: &str,
-    tls: Option<tonic::transport::ClientTlsConfig>,
-) -> Result<(), NodeError> {
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    let mut endpoint = tonic::transport::Endpoint::from_shared(format!("{scheme}://{addr}"))
-        .map_err(|e| NodeError::InvalidArgument(format!("bad address {addr:?}: {e}")))?
-        .connect_timeout(Duration::from_secs(1))
-        .timeout(Duration::from_secs(5));
-    if let Some(tls) = tls {
-        endpoint = endpoint
-            .tls_config(tls)
-            .map_err(|e| NodeError::InvalidArgument(format!("peer TLS: {e}")))?;
-    }
-    let channel = endpoint
-        .connect()
-        .await
-        .map_err(|e| NodeError::Unavailable(format!("cannot reach node {to} at {addr}: {e}")))?;
-    ClusterClient::new(channel)
-        .transfer_leader(TransferLeaderRequest { to_node_id: to })
-        .await
-        .map_err(|s| {
-            NodeError::Unavailable(format!("node {to} refused to campaign: {}", s.message()))
-        })?;
-    Ok(())
 }
 
 /// CPU time this process has used, user and system, in µs.
