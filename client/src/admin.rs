@@ -67,7 +67,9 @@ impl Client {
     /// ```
     pub async fn backup(&self) -> Result<Backup, Error> {
         let resp = self
-            .retry(self.inner.options.deadline, |ch, _| async move {
+            .inner
+            .cluster
+            .retry(self.options().deadline, |ch, _| async move {
                 let mut stream = ClusterClient::new(ch)
                     .backup(pb::BackupRequest {})
                     .await?
@@ -96,11 +98,11 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn node_status(&self, addr: &str) -> Result<Status, Error> {
-        let channel = self.channel(addr)?;
+        let channel = self.inner.cluster.channel(addr)?;
         let mut req = tonic::Request::new(pb::StatusRequest {
             linearizable_counts: false,
         });
-        req.set_timeout(self.inner.options.attempt_timeout);
+        req.set_timeout(self.options().attempt_timeout);
         let resp = ClusterClient::new(channel)
             .status(req)
             .await
@@ -124,7 +126,9 @@ impl Client {
         wait_caught_up: bool,
     ) -> Result<Membership, Error> {
         let resp = self
-            .retry(self.inner.options.deadline, |ch, _| {
+            .inner
+            .cluster
+            .retry(self.options().deadline, |ch, _| {
                 let req = pb::AddLearnerRequest {
                     node_id: id,
                     peer_addr: peer_addr.to_owned(),
@@ -153,7 +157,9 @@ impl Client {
         retain_as_learners: bool,
     ) -> Result<Membership, Error> {
         let resp = self
-            .retry(self.inner.options.deadline, |ch, _| {
+            .inner
+            .cluster
+            .retry(self.options().deadline, |ch, _| {
                 let req = pb::ChangeMembershipRequest {
                     voters: voters.to_vec(),
                     retain_as_learners,
@@ -176,7 +182,9 @@ impl Client {
     /// ```
     pub async fn remove_learner(&self, id: u64) -> Result<Membership, Error> {
         let resp = self
-            .retry(self.inner.options.deadline, |ch, _| async move {
+            .inner
+            .cluster
+            .retry(self.options().deadline, |ch, _| async move {
                 ClusterClient::new(ch)
                     .change_membership(pb::ChangeMembershipRequest {
                         voters: vec![],
@@ -201,7 +209,9 @@ impl Client {
     /// ```
     pub async fn transfer_leader(&self, to: u64) -> Result<u64, Error> {
         let resp = self
-            .retry(self.inner.options.deadline, |ch, _| async move {
+            .inner
+            .cluster
+            .retry(self.options().deadline, |ch, _| async move {
                 ClusterClient::new(ch)
                     .transfer_leader(pb::TransferLeaderRequest { to_node_id: to })
                     .await
@@ -224,7 +234,9 @@ impl Client {
     /// ```
     pub async fn force_release(&self, name: &str) -> Result<(Vec<Grant>, Vec<Grant>), Error> {
         let resp = self
-            .retry(self.inner.options.deadline, |ch, _| async move {
+            .inner
+            .cluster
+            .retry(self.options().deadline, |ch, _| async move {
                 LockClient::new(ch)
                     .force_release(pb::ForceReleaseRequest {
                         name: name.to_owned(),

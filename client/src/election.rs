@@ -100,7 +100,7 @@ impl Candidate {
         }
         let inner = &self.session.inner;
         let client = &inner.client;
-        let opts = client.inner.options.clone();
+        let opts = client.options().clone();
         // One id for every retry of this campaign: a retry finds the queue
         // place or the leadership the first attempt got.
         let request_id = uuid::Uuid::now_v7().as_bytes().to_vec();
@@ -108,11 +108,13 @@ impl Candidate {
         let started = Instant::now();
         let name = self.name.as_str();
         let resp = client
+            .inner
+            .cluster
             .retry(opts.deadline + wait, |ch, _| {
                 let left = wait.saturating_sub(started.elapsed());
                 let mut req = tonic::Request::new(pb::CampaignRequest {
                     name: name.to_owned(),
-                    session_id: inner.id,
+                    session_id: inner.lease.id,
                     request_id: request_id.clone(),
                     value: value.to_vec(),
                     wait_timeout_ms: Some(left.as_millis() as u64),
@@ -123,7 +125,7 @@ impl Candidate {
                 async move { ElectionClient::new(ch).campaign(req).await }
             })
             .await
-            .map_err(|s| Error::from_status(&s, Some(inner.id), Some(name)))?
+            .map_err(|s| Error::from_status(&s, Some(inner.lease.id), Some(name)))?
             .into_inner();
         let grant = resp.leader.map(Grant::from).ok_or_else(|| Error::Server {
             code: tonic::Code::Internal,
@@ -216,7 +218,7 @@ impl Leadership {
     pub async fn proclaim(&self, value: impl Into<Vec<u8>>) -> Result<(), Error> {
         let value = value.into();
         let client = &self.session.inner.client;
-        let t = client.inner.options.attempt_timeout;
+        let t = client.options().attempt_timeout;
         let (id, name, token) = (
             self.session.id(),
             self.grant.name.as_str(),
@@ -225,7 +227,9 @@ impl Leadership {
         // Setting a value is idempotent, so a retry after a lost answer is
         // harmless.
         client
-            .retry(client.inner.options.deadline, |ch, _| {
+            .inner
+            .cluster
+            .retry(client.options().deadline, |ch, _| {
                 let mut req = tonic::Request::new(pb::ProclaimRequest {
                     name: name.to_owned(),
                     session_id: id,
@@ -257,11 +261,13 @@ impl Leadership {
 
 async fn resign(session: &Session, grant: &Grant) -> Result<(), Error> {
     let client = &session.inner.client;
-    let t = client.inner.options.attempt_timeout;
+    let t = client.options().attempt_timeout;
     let (id, name, token) = (session.id(), grant.name.as_str(), grant.token);
     let mut retried = false;
     let res = client
-        .retry(client.inner.options.deadline, |ch, attempt| {
+        .inner
+        .cluster
+        .retry(client.options().deadline, |ch, attempt| {
             retried |= attempt > 0;
             let mut req = tonic::Request::new(pb::ResignRequest {
                 name: name.to_owned(),
@@ -335,11 +341,13 @@ impl Election {
     /// # Ok(()) }
     /// ```
     pub async fn leader(&self) -> Result<Option<Grant>, Error> {
-        let t = self.client.inner.options.attempt_timeout;
+        let t = self.client.options().attempt_timeout;
         let name = self.name.as_str();
         let resp = self
             .client
-            .retry(self.client.inner.options.deadline, |ch, _| {
+            .inner
+            .cluster
+            .retry(self.client.options().deadline, |ch, _| {
                 let mut req = tonic::Request::new(pb::LeaderRequest {
                     name: name.to_owned(),
                 });
@@ -379,12 +387,13 @@ impl Election {
 type Report = Result<Option<Grant>, Error>;
 
 async fn observe(client: Client, name: String, tx: tokio::sync::mpsc::Sender<Report>) {
-    let opts = client.inner.options.clone();
+    let opts = client.options().clone();
+    let cluster = &client.inner.cluster;
     let mut last: Option<Option<Grant>> = None;
     let mut backoff = opts.initial_backoff;
     loop {
-        let addr = client.target();
-        let Ok(channel) = client.channel(&addr) else {
+        let addr = cluster.target();
+        let Ok(channel) = cluster.channel(&addr) else {
             return;
         };
         // No grpc-timeout here: it would bound the whole stream, not its
@@ -407,7 +416,7 @@ async fn observe(client: Client, name: String, tx: tokio::sync::mpsc::Sender<Rep
                     };
                     match msg {
                         Ok(Some(r)) => {
-                            client.remember_leader(&addr);
+                            cluster.remember_leader(&addr);
                             backoff = opts.initial_backoff;
                             // A reconnection starts with the current state,
                             // which the observer may already have.
@@ -420,12 +429,12 @@ async fn observe(client: Client, name: String, tx: tokio::sync::mpsc::Sender<Rep
                             }
                         }
                         Ok(None) => {
-                            client.forget_leader(&addr);
+                            cluster.forget_leader(&addr);
                             break;
                         }
                         Err(s) => {
                             tracing::debug!(lock = %name, node = %addr, error = %s.message(), "observe stream ended");
-                            client.learn(&addr, &s);
+                            cluster.learn(&addr, &s);
                             break;
                         }
                     }
@@ -439,7 +448,7 @@ async fn observe(client: Client, name: String, tx: tokio::sync::mpsc::Sender<Rep
             }
             Err(s) => {
                 tracing::debug!(lock = %name, node = %addr, error = %s.message(), "observe refused");
-                client.learn(&addr, &s);
+                cluster.learn(&addr, &s);
             }
         }
         tokio::select! {

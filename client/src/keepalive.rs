@@ -1,4 +1,4 @@
-//! One keep-alive stream per [`Client`] for all of its sessions, as etcd
+//! One keep-alive stream per client for all of its sessions, as etcd
 //! clients share one LeaseKeepAlive stream: a service with thousands of
 //! sessions holds one HTTP/2 stream and one task, not thousands, and the
 //! leader renews each burst under one leadership confirmation.
@@ -7,9 +7,9 @@
 //! acknowledged renewal. The task runs while the client has live sessions
 //! and stops when the last one is dropped, closed or lost.
 
-use crate::client::Client;
 use crate::error::Error;
-use crate::session::SessionInner;
+use crate::lease::Lease;
+use crate::transport::Cluster;
 use raftlock_proto::v1 as pb;
 use raftlock_proto::v1::session_client::SessionClient;
 use std::collections::{BTreeSet, HashMap};
@@ -26,14 +26,15 @@ const TICK: Duration = Duration::from_millis(50);
 const PATIENCE: Duration = Duration::from_secs(2);
 
 /// The sessions a client keeps alive.
-#[derive(Default)]
 pub(crate) struct KeepAlives {
+    cluster: Arc<Cluster>,
     registry: Mutex<Registry>,
 }
 
 #[derive(Default)]
 struct Registry {
-    sessions: HashMap<u64, Weak<SessionInner>>,
+    /// Weak: the session holds its lease, so a dropped session drops out.
+    sessions: HashMap<u64, Weak<Lease>>,
     /// Sessions added since the task last looked, with their first due
     /// time (TTL/3 after creation).
     added: Vec<(Instant, u64)>,
@@ -41,19 +42,26 @@ struct Registry {
 }
 
 impl KeepAlives {
+    pub(crate) fn new(cluster: Arc<Cluster>) -> KeepAlives {
+        KeepAlives {
+            cluster,
+            registry: Mutex::default(),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
         self.registry.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Starts keeping `session` alive (created at `sent`), and the task if
     /// it is not running.
-    pub(crate) fn add(&self, client: &Client, session: &Arc<SessionInner>, sent: Instant) {
+    pub(crate) fn add(self: &Arc<Self>, session: &Arc<Lease>, sent: Instant) {
         let mut r = self.lock();
         r.sessions.insert(session.id, Arc::downgrade(session));
         r.added.push((sent + session.ttl / 3, session.id));
         if !r.running {
             r.running = true;
-            tokio::spawn(run(client.clone()));
+            tokio::spawn(run(self.clone()));
         }
     }
 
@@ -62,7 +70,7 @@ impl KeepAlives {
         self.lock().sessions.remove(&id);
     }
 
-    fn get(&self, id: u64) -> Option<Arc<SessionInner>> {
+    fn get(&self, id: u64) -> Option<Arc<Lease>> {
         self.lock().sessions.get(&id).and_then(Weak::upgrade)
     }
 }
@@ -147,12 +155,12 @@ impl Schedule {
 }
 
 /// Keeps the client's sessions alive until none is left.
-async fn run(client: Client) {
-    let keepalives = &client.inner.keepalives;
+async fn run(keepalives: Arc<KeepAlives>) {
+    let cluster = &keepalives.cluster;
     let mut schedule = Schedule::default();
     let mut backoff = Duration::from_millis(50);
     loop {
-        if !schedule.refresh(keepalives) {
+        if !schedule.refresh(&keepalives) {
             return;
         }
         let interval = keepalives
@@ -166,8 +174,8 @@ async fn run(client: Client) {
         let patience = interval.min(PATIENCE);
         // After a failure, retry soon: a failover leaves little of the TTL.
         let max_backoff = (interval / 4).min(Duration::from_millis(250));
-        let addr = client.target();
-        let channel = match client.channel(&addr) {
+        let addr = cluster.target();
+        let channel = match cluster.channel(&addr) {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(node = %addr, error = %e, "cannot reach node for keep-alives");
@@ -188,14 +196,14 @@ async fn run(client: Client) {
             Ok(Ok(r)) => r.into_inner(),
             Ok(Err(status)) => {
                 tracing::debug!(node = %addr, error = %status.message(), "keep-alive stream refused");
-                client.learn(&addr, &status);
+                cluster.learn(&addr, &status);
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(max_backoff);
                 continue;
             }
             Err(_) => {
                 tracing::debug!(node = %addr, "keep-alive stream did not open in time");
-                client.forget_leader(&addr);
+                cluster.forget_leader(&addr);
                 continue;
             }
         };
@@ -204,17 +212,17 @@ async fn run(client: Client) {
         loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    if !schedule.refresh(keepalives) {
+                    if !schedule.refresh(&keepalives) {
                         return;
                     }
                     let now = Instant::now();
                     if schedule.stalled(now, patience) {
                         tracing::debug!(node = %addr, "keep-alive unanswered");
-                        client.forget_leader(&addr);
+                        cluster.forget_leader(&addr);
                         break;
                     }
                     let sent = schedule
-                        .take_due(keepalives, now)
+                        .take_due(&keepalives, now)
                         .into_iter()
                         .all(|id| tx.send(pb::KeepAliveRequest { session_id: id, shared: true }).is_ok());
                     if !sent {
@@ -240,7 +248,7 @@ async fn run(client: Client) {
                                 tracing::trace!(session = id, node = %addr, "keep-alive acknowledged");
                             }
                         }
-                        client.remember_leader(&addr);
+                        cluster.remember_leader(&addr);
                         backoff = Duration::from_millis(50);
                     }
                     Ok(None) => {
@@ -248,12 +256,12 @@ async fn run(client: Client) {
                         // (it is stepping down or stopping): move on now, not
                         // at the next renewal.
                         tracing::debug!(node = %addr, "keep-alive stream ended by server");
-                        client.forget_leader(&addr);
+                        cluster.forget_leader(&addr);
                         break;
                     }
                     Err(status) => {
                         tracing::debug!(node = %addr, error = %status.message(), "keep-alive stream ended by server");
-                        client.learn(&addr, &status);
+                        cluster.learn(&addr, &status);
                         break;
                     }
                 }

@@ -1,11 +1,10 @@
 //! Acquiring locks: a builder, then a guard that knows its fencing token and
 //! whether it still holds.
 
-use crate::client::grant_from;
 use crate::error::Error;
 use crate::pipeline::{acquired, released, Call};
 use crate::session::Session;
-use crate::types::{Grant, Mode};
+use crate::types::{grant_from, Grant, Mode};
 use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1 as pb;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,7 +31,7 @@ pub struct LockBuilder {
 }
 
 impl LockBuilder {
-    pub(crate) fn new(session: Session, name: String) -> Self {
+    fn new(session: Session, name: String) -> Self {
         LockBuilder {
             session,
             name,
@@ -137,14 +136,16 @@ impl LockBuilder {
         let ticket = inner.ticket();
         let started = Instant::now();
         let client = &inner.client;
-        let opts = client.inner.options.clone();
+        let opts = client.options().clone();
         let deadline = opts.deadline + wait.unwrap_or_default();
         let name = self.name.clone();
         let res = client
+            .inner
+            .cluster
             .retry_at(deadline, |addr, ch, _| {
                 let left = wait.map(|w| w.saturating_sub(started.elapsed()));
                 let req = pb::AcquireRequest {
-                    session_id: inner.id,
+                    session_id: inner.lease.id,
                     name: name.clone(),
                     request_id: request_id.clone(),
                     mode: match self.mode {
@@ -161,13 +162,15 @@ impl LockBuilder {
                 let addr = addr.to_owned();
                 async move {
                     client
+                        .inner
+                        .pipelines
                         .lock_call(&addr, ch, Call::Acquire(req), timeout)
                         .await
                         .and_then(acquired)
                 }
             })
             .await
-            .map_err(|s| Error::from_status(&s, Some(inner.id), Some(&name)))?;
+            .map_err(|s| Error::from_status(&s, Some(inner.lease.id), Some(&name)))?;
         match (resp_grant(res), wait) {
             (Some(grant), _) => Ok(Some(LockGuard {
                 session,
@@ -297,6 +300,19 @@ impl LockGuard {
 }
 
 impl Session {
+    /// Starts building an acquisition of lock `name` held by this session.
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// let guard = s.lock("jobs/nightly-report").timeout(std::time::Duration::from_secs(5)).acquire().await?;
+    /// println!("token {}", guard.token());
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn lock(&self, name: impl Into<String>) -> LockBuilder {
+        LockBuilder::new(self.clone(), name.into())
+    }
+
     /// Releases a lock this session holds under `grant` (from
     /// [`LockGuard::detach`] or [`LockGuard::grant`]); the next waiter is
     /// granted in the same log entry. A grant of another session is refused.
@@ -321,11 +337,13 @@ impl Session {
 
 async fn release(session: &Session, grant: &Grant) -> Result<(), Error> {
     let client = &session.inner.client;
-    let t = client.inner.options.attempt_timeout;
+    let t = client.options().attempt_timeout;
     let (id, name, token) = (session.id(), grant.name.clone(), grant.token);
     let mut retried = false;
     let res = client
-        .retry_at(client.inner.options.deadline, |addr, ch, attempt| {
+        .inner
+        .cluster
+        .retry_at(client.options().deadline, |addr, ch, attempt| {
             retried |= attempt > 0;
             let call = Call::Release(pb::ReleaseRequest {
                 session_id: id,
@@ -335,6 +353,8 @@ async fn release(session: &Session, grant: &Grant) -> Result<(), Error> {
             let addr = addr.to_owned();
             async move {
                 client
+                    .inner
+                    .pipelines
                     .lock_call(&addr, ch, call, t)
                     .await
                     .and_then(released)

@@ -1,5 +1,5 @@
 //! Acquires and releases over one `Lock.Pipeline` stream per node, shared by
-//! every session of a [`Client`]: each call is one message each way instead
+//! every session of a client: each call is one message each way instead
 //! of its own HTTP/2 stream with headers and trailers, and calls made at
 //! the same moment travel in the same writes. A call behaves as the unary
 //! one would, failures and leader hints included, so the retry loop above
@@ -7,7 +7,7 @@
 //! (UNIMPLEMENTED, an older release during a rolling upgrade) the client
 //! falls back to unary calls to that node.
 
-use crate::client::{Client, Transport};
+use crate::transport::Transport;
 use raftlock_proto::v1 as pb;
 use raftlock_proto::v1::lock_client::LockClient;
 use raftlock_proto::LEADER_METADATA_KEY;
@@ -24,8 +24,9 @@ pub(crate) use pb::pipeline_response::Result as Answer;
 type Waiter = oneshot::Sender<Result<Answer, Status>>;
 
 /// The streams of one client, by node address.
-#[derive(Default)]
 pub(crate) struct Pipelines {
+    /// `Options::pipeline`; false sends every call unary.
+    enabled: bool,
     /// A std mutex, never held across an await: every call looks here.
     streams: Mutex<Streams>,
     /// Held across opening a stream, so that calls arriving meanwhile wait
@@ -48,6 +49,14 @@ enum Found {
 }
 
 impl Pipelines {
+    pub(crate) fn new(enabled: bool) -> Pipelines {
+        Pipelines {
+            enabled,
+            streams: Mutex::default(),
+            opening: tokio::sync::Mutex::default(),
+        }
+    }
+
     fn find(&self, addr: &str) -> Found {
         let streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
         if streams.unary_only.contains(addr) {
@@ -173,7 +182,7 @@ async fn dispatch(
     }
 }
 
-impl Client {
+impl Pipelines {
     /// One attempt of an acquire or release at `addr`: over its pipeline
     /// when the client uses them and the node has them, else unary.
     pub(crate) async fn lock_call(
@@ -183,7 +192,7 @@ impl Client {
         call: Call,
         timeout: Duration,
     ) -> Result<Answer, Status> {
-        if self.inner.options.pipeline {
+        if self.enabled {
             match self.pipeline(addr, channel.clone(), timeout).await {
                 Ok(Some(p)) => return p.call(call, timeout).await,
                 Ok(None) => {}
@@ -201,15 +210,14 @@ impl Client {
         channel: Transport,
         timeout: Duration,
     ) -> Result<Option<Arc<Pipeline>>, Status> {
-        let pipelines = &self.inner.pipelines;
-        match pipelines.find(addr) {
+        match self.find(addr) {
             Found::Stream(p) => return Ok(Some(p)),
             Found::UnaryOnly => return Ok(None),
             Found::Nothing => {}
         }
-        let _opening = pipelines.opening.lock().await;
+        let _opening = self.opening.lock().await;
         // Another call may have opened it while this one waited.
-        match pipelines.find(addr) {
+        match self.find(addr) {
             Found::Stream(p) => return Ok(Some(p)),
             Found::UnaryOnly => return Ok(None),
             Found::Nothing => {}
@@ -227,8 +235,7 @@ impl Client {
             Ok(Ok(r)) => r.into_inner(),
             Ok(Err(s)) if s.code() == tonic::Code::Unimplemented => {
                 tracing::debug!(node = %addr, "no pipeline method; unary calls to this node");
-                pipelines
-                    .streams
+                self.streams
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .unary_only
@@ -245,8 +252,7 @@ impl Client {
             next_id: AtomicU64::new(1),
             pending,
         });
-        pipelines
-            .streams
+        self.streams
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .open

@@ -1,28 +1,15 @@
 //! Sessions: created with a TTL, kept alive in the background over the
-//! client's one keep-alive stream to the leader (`keepalive.rs`), and judged locally (DESIGN.md rule 4):
-//! the session counts as valid only until the send time of the last
-//! acknowledged keep-alive plus the TTL minus a safety margin. Past that,
-//! the client reports it lost and never calls it valid again, even if a late
-//! acknowledgement arrives: the leader may already have expired it.
+//! client's one keep-alive stream to the leader (`keepalive.rs`), and judged
+//! locally by their lease (`lease.rs`, DESIGN.md rule 4).
 
 use crate::client::Client;
 use crate::error::Error;
-use crate::lock::LockBuilder;
+use crate::lease::Lease;
 use raftlock_proto::v1 as pb;
 use raftlock_proto::v1::session_client::SessionClient;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
 use tokio::time::Instant;
-
-#[derive(Clone, Debug)]
-enum State {
-    Valid {
-        until: Instant,
-    },
-    /// Why it ended, and the deadline it had then.
-    Ended(Error, Instant),
-}
 
 /// A live session. Clones share it; it is no longer kept alive once the
 /// last clone (and every lock guard of it) is dropped, or on [`Session::close`].
@@ -42,9 +29,7 @@ pub struct Session {
 
 pub(crate) struct SessionInner {
     pub(crate) client: Client,
-    pub(crate) id: u64,
-    pub(crate) ttl: Duration,
-    state: watch::Sender<State>,
+    pub(crate) lease: Arc<Lease>,
     sequence: Arc<std::sync::Mutex<Sequence>>,
 }
 
@@ -81,21 +66,6 @@ impl Drop for Ticket {
     }
 }
 
-/// The safety margin this library takes off a session's TTL (DESIGN.md
-/// rule 4): it covers the leader's and client's clocks running at slightly
-/// different rates, and scheduling delays. A session counts as valid until
-/// the send time of its last acknowledged keep-alive + TTL − this margin.
-///
-/// ```
-/// use std::time::Duration;
-/// let ttl = Duration::from_secs(10);
-/// assert_eq!(raftlock_client::safety_margin(ttl), Duration::from_secs(1));
-/// assert_eq!(raftlock_client::safety_margin(Duration::from_secs(1)), Duration::from_millis(100));
-/// ```
-pub fn safety_margin(ttl: Duration) -> Duration {
-    (ttl / 10).max(Duration::from_millis(100))
-}
-
 impl Client {
     /// Creates a session with `ttl` (1 s ..= 10 min) and starts keeping it
     /// alive every TTL/3.
@@ -128,7 +98,7 @@ impl Client {
                 lim.end()
             )));
         }
-        let t = self.inner.options.attempt_timeout;
+        let t = self.options().attempt_timeout;
         // The first attempt's send time: a retry may be answered with the
         // session that attempt created, whose lease the leader counts from
         // when it applied it, which is no earlier than this.
@@ -137,7 +107,9 @@ impl Client {
         // session (and lost its answer) gets that session, not a second.
         let creation_key = uuid::Uuid::now_v7().as_bytes().to_vec();
         let resp = self
-            .retry(self.inner.options.deadline, |ch, _| {
+            .inner
+            .cluster
+            .retry(self.options().deadline, |ch, _| {
                 let creation_key = creation_key.clone();
                 async move {
                     let mut req = tonic::Request::new(pb::CreateSessionRequest {
@@ -153,17 +125,12 @@ impl Client {
             .map_err(|s| Error::from_status(&s, None, None))?
             .into_inner();
         let ttl = Duration::from_millis(resp.ttl_ms);
-        let (state, _) = watch::channel(State::Valid {
-            until: sent + ttl - safety_margin(ttl),
-        });
         let inner = Arc::new(SessionInner {
             client: self.clone(),
-            id: resp.session_id,
-            ttl,
-            state,
+            lease: Arc::new(Lease::new(resp.session_id, ttl, sent)),
             sequence: Arc::default(),
         });
-        self.inner.keepalives.add(self, &inner, sent);
+        self.inner.keepalives.add(&inner.lease, sent);
         Ok(Session { inner })
     }
 }
@@ -180,44 +147,6 @@ impl SessionInner {
             seq,
         }
     }
-
-    pub(crate) fn until(&self) -> Result<Instant, Error> {
-        match &*self.state.borrow() {
-            State::Valid { until } if Instant::now() < *until => Ok(*until),
-            State::Valid { .. } => Err(Error::SessionLost(self.id)),
-            State::Ended(e, _) => Err(e.clone()),
-        }
-    }
-
-    /// The last deadline computed, passed or not.
-    pub(crate) fn last_until(&self) -> Instant {
-        match &*self.state.borrow() {
-            State::Valid { until } | State::Ended(_, until) => *until,
-        }
-    }
-
-    /// Records an acknowledged keep-alive sent at `sent`, unless the session
-    /// already counted as lost.
-    pub(crate) fn acknowledged(&self, sent: Instant) {
-        let now = Instant::now();
-        self.state.send_modify(|s| {
-            if let State::Valid { until } = s {
-                if now >= *until {
-                    *s = State::Ended(Error::SessionLost(self.id), *until);
-                } else {
-                    *until = (*until).max(sent + self.ttl - safety_margin(self.ttl));
-                }
-            }
-        });
-    }
-
-    pub(crate) fn end(&self, e: Error) {
-        self.state.send_modify(|s| {
-            if let State::Valid { until } = s {
-                *s = State::Ended(e, *until);
-            }
-        });
-    }
 }
 
 impl Session {
@@ -227,7 +156,7 @@ impl Session {
     /// # fn f(s: raftlock_client::Session) { println!("session {}", s.id()); }
     /// ```
     pub fn id(&self) -> u64 {
-        self.inner.id
+        self.inner.lease.id
     }
 
     /// The TTL the server granted.
@@ -236,7 +165,7 @@ impl Session {
     /// # fn f(s: raftlock_client::Session) { println!("ttl {:?}", s.ttl()); }
     /// ```
     pub fn ttl(&self) -> Duration {
-        self.inner.ttl
+        self.inner.lease.ttl
     }
 
     /// Whether the session still counts as alive here: a keep-alive was
@@ -246,7 +175,7 @@ impl Session {
     /// # fn f(s: raftlock_client::Session) { if !s.is_valid() { eprintln!("lost the session"); } }
     /// ```
     pub fn is_valid(&self) -> bool {
-        self.inner.until().is_ok()
+        self.inner.lease.until().is_ok()
     }
 
     /// The local validity deadline: until this instant the leader cannot
@@ -263,7 +192,7 @@ impl Session {
     /// # Ok(()) }
     /// ```
     pub fn valid_until(&self) -> Result<std::time::Instant, Error> {
-        self.inner.until().map(|u| u.into_std())
+        self.inner.lease.until().map(|u| u.into_std())
     }
 
     /// The last local validity deadline this client computed, even once it
@@ -277,7 +206,7 @@ impl Session {
     /// # }
     /// ```
     pub fn lease_deadline(&self) -> std::time::Instant {
-        self.inner.last_until().into_std()
+        self.inner.lease.last_until().into_std()
     }
 
     /// Resolves when the session is lost (keep-alives stopped being
@@ -293,17 +222,7 @@ impl Session {
     /// # }
     /// ```
     pub async fn lost(&self) -> Error {
-        let mut rx = self.inner.state.subscribe();
-        loop {
-            let until = match self.inner.until() {
-                Ok(u) => u,
-                Err(e) => return e,
-            };
-            tokio::select! {
-                _ = tokio::time::sleep_until(until) => {}
-                r = rx.changed() => if r.is_err() { return Error::SessionLost(self.inner.id) },
-            }
-        }
+        self.inner.lease.lost().await
     }
 
     /// Ends the session on the server: its locks are released and its waits
@@ -315,13 +234,15 @@ impl Session {
     /// # Ok(()) }
     /// ```
     pub async fn close(&self) -> Result<(), Error> {
-        self.inner.client.inner.keepalives.remove(self.inner.id);
-        self.inner.end(Error::SessionGone(self.inner.id));
-        let id = self.inner.id;
+        let id = self.inner.lease.id;
+        self.inner.client.inner.keepalives.remove(id);
+        self.inner.lease.end(Error::SessionGone(id));
         let client = &self.inner.client;
-        let t = client.inner.options.attempt_timeout;
+        let t = client.options().attempt_timeout;
         let res = client
-            .retry(client.inner.options.deadline, |ch, _| async move {
+            .inner
+            .cluster
+            .retry(client.options().deadline, |ch, _| async move {
                 let mut req = tonic::Request::new(pb::CloseSessionRequest { session_id: id });
                 req.set_timeout(t);
                 SessionClient::new(ch).close(req).await
@@ -333,18 +254,5 @@ impl Session {
             Err(s) if s.code() == tonic::Code::NotFound => Ok(()),
             Err(s) => Err(Error::from_status(&s, Some(id), None)),
         }
-    }
-
-    /// Starts building an acquisition of lock `name` held by this session.
-    ///
-    /// ```no_run
-    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
-    /// let guard = s.lock("jobs/nightly-report").timeout(std::time::Duration::from_secs(5)).acquire().await?;
-    /// println!("token {}", guard.token());
-    /// guard.release().await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn lock(&self, name: impl Into<String>) -> LockBuilder {
-        LockBuilder::new(self.clone(), name.into())
     }
 }

@@ -55,6 +55,10 @@ impl From<pb::Grant> for Grant {
     }
 }
 
+pub(crate) fn grant_from(g: pb::Grant) -> Grant {
+    Grant::from(g)
+}
+
 /// A queued acquisition.
 ///
 /// ```no_run
