@@ -171,7 +171,7 @@ impl Nemesis {
         rng: &mut StdRng,
     ) -> anyhow::Result<(String, Option<Duration>)> {
         let mut c = self.cluster.lock().await;
-        let n = c.nodes.len() as u64;
+        let n = c.node_count();
         let leader = c.leader().await.unwrap_or(1);
         match kind {
             Kind::KillAll => {
@@ -235,14 +235,7 @@ impl Nemesis {
                 let Some(netctl) = &self.net else {
                     anyhow::bail!("iptables unavailable");
                 };
-                let leader_ip = self
-                    .cluster
-                    .lock()
-                    .await
-                    .nodes
-                    .get((leader - 1) as usize)
-                    .map(|n| n.ip.clone())
-                    .unwrap_or_default();
+                let leader_ip = self.cluster.lock().await.ip(leader);
                 netctl.cut_ips(&cp.procs[k].ip, &leader_ip)?;
                 return Ok((
                     format!("cut client {k} from the leader n{leader} for {length:?}"),
@@ -257,7 +250,7 @@ impl Nemesis {
 
     async fn inject_node_fault(&self, kind: Kind, rng: &mut StdRng) -> anyhow::Result<String> {
         let mut c = self.cluster.lock().await;
-        let n = c.nodes.len() as u64;
+        let n = c.node_count();
         let leader = c.leader().await.unwrap_or(1);
         let random = rng.gen_range(1..=n);
         match kind {

@@ -99,7 +99,11 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
                 .collect();
             Net::docker(names)
         } else {
-            Net::new(cluster.nodes.iter().map(|n| n.ip.clone()).collect())
+            Net::new(
+                (1..=cluster.node_count())
+                    .map(|id| cluster.ip(id))
+                    .collect(),
+            )
         };
         match net {
             Ok(n) => {

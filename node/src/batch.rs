@@ -11,13 +11,13 @@
 //! its fencing token or session id.
 
 use crate::error::NodeError;
-use std::time::{SystemTime, UNIX_EPOCH};
 use openraft::error::{ClientWriteError, RaftError};
 use raftlock_store::machine::{Command, Outcome};
 use raftlock_store::{Proposal, Raft};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 /// Entries proposed at once by default (`--proposals-in-flight`): while one
@@ -206,4 +206,3 @@ pub fn now_ms() -> u64 {
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
-

@@ -146,14 +146,7 @@ struct FileConfig {
     limits: crate::limits::LimitArgs,
 }
 
-/// A member named in `--initial-cluster`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InitialMember {
-    /// Peer address.
-    pub peer: String,
-    /// Client address.
-    pub client: String,
-}
+pub use raftlock_proto::cluster::InitialMember;
 
 /// The members of `--initial-cluster` as Raft knows nodes.
 pub fn member_nodes(
@@ -395,73 +388,22 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
     })
 }
 
-/// Parses `1=host:port/host:port,2=host:port`.
+/// Parses `1=host:port/host:port,2=host:port` (the format's one parser
+/// is [`raftlock_proto::cluster::InitialCluster`]).
 pub fn parse_initial_cluster(spec: &str) -> Result<BTreeMap<u64, InitialMember>, ConfigError> {
-    let invalid = |reason: String| ConfigError::Invalid {
-        setting: "--initial-cluster",
-        reason,
-    };
-    let mut members = BTreeMap::new();
-    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (id, addrs) = part
-            .split_once('=')
-            .ok_or_else(|| invalid(format!("{part:?} is not id=peer_addr[/client_addr]")))?;
-        let id: u64 = id
-            .trim()
-            .parse()
-            .map_err(|_| invalid(format!("{id:?} is not a node id")))?;
-        if id == 0 {
-            return Err(invalid("node ids start at 1".into()));
-        }
-        let (peer, client) = match addrs.split_once('/') {
-            Some((p, c)) => (p.to_owned(), c.to_owned()),
-            None => (
-                addrs.to_owned(),
-                default_client_addr(addrs).ok_or_else(|| {
-                    invalid(format!(
-                        "{addrs:?}: cannot derive a client address; write peer/client"
-                    ))
-                })?,
-            ),
-        };
-        for a in [&peer, &client] {
-            if a.rsplit_once(':')
-                .and_then(|(_, p)| p.parse::<u16>().ok())
-                .is_none()
-            {
-                return Err(invalid(format!("{a:?} is not host:port")));
-            }
-        }
-        if members.insert(id, InitialMember { peer, client }).is_some() {
-            return Err(invalid(format!("node {id} is named twice")));
-        }
-    }
-    if members.is_empty() {
-        return Err(invalid("names no members".into()));
-    }
-    Ok(members)
-}
-
-fn default_client_addr(peer: &str) -> Option<String> {
-    let (host, port) = peer.rsplit_once(':')?;
-    let port: u16 = port.parse().ok()?;
-    Some(format!("{host}:{}", port.checked_sub(100)?))
+    spec.parse::<raftlock_proto::cluster::InitialCluster>()
+        .map(|c| c.0)
+        .map_err(|e| ConfigError::Invalid {
+            setting: "--initial-cluster",
+            reason: e.to_string(),
+        })
 }
 
 /// A stable id for the cluster an `--initial-cluster` describes, so that
 /// every member started with the same list derives the same id, and a data
 /// dir from another cluster is recognised.
 pub fn cluster_id(members: &BTreeMap<u64, InitialMember>) -> String {
-    // FNV-1a over the canonical member list: stable across builds and
-    // platforms, unlike std's DefaultHasher.
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for (id, m) in members {
-        for b in format!("{id}={};", m.peer).bytes() {
-            hash ^= u64::from(b);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    format!("{hash:016x}")
+    raftlock_proto::cluster::InitialCluster(members.clone()).cluster_id()
 }
 
 #[cfg(test)]
@@ -476,26 +418,6 @@ mod tests {
             13
         );
         assert!(id_from_hostname("raftlock").is_err());
-    }
-
-    #[test]
-    fn initial_cluster_parses_and_derives_client_ports() {
-        let m = parse_initial_cluster("1=127.0.0.1:7101,2=127.0.0.2:7101/127.0.0.2:9000").unwrap();
-        assert_eq!(m[&1].client, "127.0.0.1:7001");
-        assert_eq!(m[&2].client, "127.0.0.2:9000");
-        assert!(parse_initial_cluster("1=x").is_err());
-        assert!(parse_initial_cluster("0=127.0.0.1:7101").is_err());
-        assert!(parse_initial_cluster("1=a:7101,1=b:7101").is_err());
-        assert!(parse_initial_cluster("").is_err());
-    }
-
-    #[test]
-    fn cluster_id_depends_on_members_only() {
-        let a = parse_initial_cluster("1=h:7101,2=h:7102").unwrap();
-        let b = parse_initial_cluster("2=h:7102, 1=h:7101").unwrap();
-        let c = parse_initial_cluster("1=h:7101,2=h:7103").unwrap();
-        assert_eq!(cluster_id(&a), cluster_id(&b));
-        assert_ne!(cluster_id(&a), cluster_id(&c));
     }
 
     #[test]

@@ -5,14 +5,10 @@
 
 use anyhow::{bail, Context};
 use clap::Args;
-use raftlock_proto::v1::cluster_client::ClusterClient;
-use raftlock_proto::v1::StatusRequest;
-use serde::{Deserialize, Serialize};
+use raftlock_local::{Hosts, LocalCluster, Options};
 use std::future::Future;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Flags of `raftlockd dev`.
 #[derive(Args, Debug)]
@@ -148,115 +144,6 @@ roles = ["root"]
     Ok((path, token))
 }
 
-/// Ports chosen on a first run, reused when the data dir is reused (the
-/// cluster's membership records them).
-#[derive(Serialize, Deserialize)]
-struct Layout {
-    nodes: Vec<(u64, u16, u16)>,
-}
-
-fn free_port(host: &str) -> anyhow::Result<u16> {
-    Ok(TcpListener::bind((host, 0))?.local_addr()?.port())
-}
-
-fn layout(dir: &Path, nodes: u64, host: &str) -> anyhow::Result<Layout> {
-    let file = dir.join("dev.json");
-    if let Ok(bytes) = std::fs::read(&file) {
-        let layout: Layout = serde_json::from_slice(&bytes).context("dev.json is damaged")?;
-        if layout.nodes.len() as u64 != nodes {
-            bail!(
-                "{} holds a {}-node cluster; pass --nodes {}",
-                dir.display(),
-                layout.nodes.len(),
-                layout.nodes.len()
-            );
-        }
-        return Ok(layout);
-    }
-    let mut list = Vec::new();
-    for id in 1..=nodes {
-        list.push((id, free_port(host)?, free_port(host)?));
-    }
-    let layout = Layout { nodes: list };
-    std::fs::write(&file, serde_json::to_vec_pretty(&layout)?)?;
-    Ok(layout)
-}
-
-fn stop(children: &mut [(u64, Child)]) {
-    for (_, child) in children.iter() {
-        // SIGTERM, not kill: a leader hands leadership over before exiting.
-        unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-        }
-    }
-    let deadline = Instant::now() + Duration::from_secs(15);
-    for (id, child) in children.iter_mut() {
-        loop {
-            match child.try_wait() {
-                Ok(Some(_)) => break,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(50))
-                }
-                _ => {
-                    eprintln!("node {id} did not stop in time; killing it");
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break;
-                }
-            }
-        }
-    }
-}
-
-async fn wait_for_leader(
-    endpoints: &[String],
-    within: Duration,
-    ca: Option<&Path>,
-    token: Option<&str>,
-) -> anyhow::Result<u64> {
-    let deadline = Instant::now() + within;
-    let tls = match ca {
-        Some(ca) => Some(
-            tonic::transport::ClientTlsConfig::new()
-                .ca_certificate(tonic::transport::Certificate::from_pem(std::fs::read(ca)?)),
-        ),
-        None => None,
-    };
-    let auth: Option<tonic::metadata::MetadataValue<tonic::metadata::Ascii>> = match token {
-        Some(t) => Some(format!("Bearer {t}").parse()?),
-        None => None,
-    };
-    loop {
-        for e in endpoints {
-            let scheme = if tls.is_some() { "https" } else { "http" };
-            let mut endpoint = tonic::transport::Endpoint::from_shared(format!("{scheme}://{e}"))?;
-            if let Some(tls) = &tls {
-                endpoint = endpoint.tls_config(tls.clone())?;
-            }
-            if let Ok(channel) = endpoint.connect().await {
-                let auth = auth.clone();
-                let mut c =
-                    ClusterClient::with_interceptor(channel, move |mut r: tonic::Request<()>| {
-                        if let Some(v) = &auth {
-                            r.metadata_mut().insert("authorization", v.clone());
-                        }
-                        Ok(r)
-                    });
-                if let Ok(s) = c.status(StatusRequest::default()).await {
-                    let s = s.into_inner();
-                    if s.leader_id != 0 && s.node_id == s.leader_id {
-                        return Ok(s.leader_id);
-                    }
-                }
-            }
-        }
-        if Instant::now() > deadline {
-            bail!("no leader elected within {within:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// Runs the dev cluster until `signal`.
 pub async fn run(args: DevArgs, signal: impl Future<Output = ()>) -> anyhow::Result<()> {
     if args.nodes == 0 || args.nodes > 9 {
@@ -266,6 +153,12 @@ pub async fn run(args: DevArgs, signal: impl Future<Output = ()>) -> anyhow::Res
     let dir = match &args.data_dir {
         Some(d) => {
             std::fs::create_dir_all(d)?;
+            // Dev data dirs made before the launcher was shared recorded
+            // their ports under this name.
+            let (old, new) = (d.join("dev.json"), d.join("ports.json"));
+            if old.exists() && !new.exists() {
+                std::fs::rename(&old, &new)?;
+            }
             d.clone()
         }
         None => {
@@ -273,84 +166,45 @@ pub async fn run(args: DevArgs, signal: impl Future<Output = ()>) -> anyhow::Res
             temp.path().to_owned()
         }
     };
-    let layout = layout(&dir, args.nodes, &args.host)?;
     let host = &args.host;
-    let initial: Vec<String> = layout
-        .nodes
-        .iter()
-        .map(|(id, client, peer)| format!("{id}={host}:{peer}/{host}:{client}"))
-        .collect();
-    let initial = initial.join(",");
     let exe = std::env::current_exe().context("cannot find the raftlockd executable")?;
+    let mut options = Options::new(exe, args.nodes);
+    options.hosts = Hosts::Shared(host.clone());
+    options.dir = Some(dir.clone());
+    options.keep_ports = true;
     let tls = if args.tls {
-        Some(dev_tls(&dir, host).context("cannot make dev certificates")?)
+        let t = dev_tls(&dir, host).context("cannot make dev certificates")?;
+        for flag in ["--tls", "--peer-tls"] {
+            options.args.extend([
+                format!("{flag}-cert").into(),
+                t.node_cert.clone().into(),
+                format!("{flag}-key").into(),
+                t.node_key.clone().into(),
+                format!("{flag}-ca").into(),
+                t.ca.clone().into(),
+            ]);
+        }
+        options.access.ca_pem = Some(std::fs::read(&t.ca)?);
+        Some(t)
     } else {
         None
     };
     let auth = if args.auth {
-        Some(dev_auth(&dir).context("cannot write auth.toml")?)
+        let (file, token) = dev_auth(&dir).context("cannot write auth.toml")?;
+        options
+            .args
+            .extend(["--auth-file".into(), file.clone().into()]);
+        options.access.token = Some(token.clone());
+        Some((file, token))
     } else {
         None
     };
-    let mut children = Vec::new();
-    let mut metrics = Vec::new();
-    for (id, client, peer) in &layout.nodes {
-        // Admin ports are picked afresh on every start: nothing refers to
-        // them across restarts.
-        let metrics_addr = format!("{host}:{}", free_port(host)?);
-        metrics.push(metrics_addr.clone());
-        let log = std::fs::File::create(dir.join(format!("node-{id}.log")))?;
-        let mut cmd = Command::new(&exe);
-        if let Some(t) = &tls {
-            cmd.arg("--tls-cert").arg(&t.node_cert);
-            cmd.arg("--tls-key").arg(&t.node_key);
-            cmd.arg("--tls-ca").arg(&t.ca);
-            cmd.arg("--peer-tls-cert").arg(&t.node_cert);
-            cmd.arg("--peer-tls-key").arg(&t.node_key);
-            cmd.arg("--peer-tls-ca").arg(&t.ca);
-        }
-        if let Some((file, _)) = &auth {
-            cmd.arg("--auth-file").arg(file);
-        }
-        let child = cmd
-            .arg("--id")
-            .arg(id.to_string())
-            .arg("--data-dir")
-            .arg(dir.join(format!("node-{id}")))
-            .arg("--listen-client")
-            .arg(format!("{host}:{client}"))
-            .arg("--listen-peer")
-            .arg(format!("{host}:{peer}"))
-            .arg("--initial-cluster")
-            .arg(&initial)
-            .arg("--listen-metrics")
-            .arg(&metrics_addr)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .with_context(|| format!("cannot start node {id}"))?;
-        children.push((*id, child));
-    }
-    let endpoints: Vec<String> = layout
-        .nodes
-        .iter()
-        .map(|(_, client, _)| format!("{host}:{client}"))
-        .collect();
-    let leader = match wait_for_leader(
-        &endpoints,
-        Duration::from_secs(30),
-        tls.as_ref().map(|t| t.ca.as_path()),
-        auth.as_ref().map(|(_, t)| t.as_str()),
-    )
-    .await
-    {
-        Ok(l) => l,
-        Err(e) => {
-            stop(&mut children);
-            bail!("{e}; node logs are in {}", dir.display());
-        }
+    let mut cluster = match LocalCluster::start(options).await {
+        Ok(c) => c,
+        Err(e) => bail!("{e}\nnode logs are in {}", dir.display()),
     };
+    let leader = cluster.wait_for_leader(Duration::from_secs(30)).await?;
+    let endpoints = cluster.endpoints();
     println!("RAFTLOCK_ENDPOINTS={}", endpoints.join(","));
     if let Some(t) = &tls {
         println!("RAFTLOCK_CACERT={}", t.ca.display());
@@ -371,8 +225,10 @@ pub async fn run(args: DevArgs, signal: impl Future<Output = ()>) -> anyhow::Res
     );
     println!(
         "# metrics, /health and /ready: {}",
-        metrics
+        cluster
+            .nodes()
             .iter()
+            .filter_map(|n| n.metrics_addr.as_ref())
             .map(|m| format!("http://{m}/metrics"))
             .collect::<Vec<_>>()
             .join(" ")
@@ -396,21 +252,24 @@ pub async fn run(args: DevArgs, signal: impl Future<Output = ()>) -> anyhow::Res
         }
     );
 
-    let exited = async {
-        loop {
-            for (id, child) in children.iter_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    return (*id, status);
+    let result = {
+        let exited = async {
+            loop {
+                if let Some((id, status)) = cluster.any_exited() {
+                    return (id, status);
                 }
+                tokio::time::sleep(Duration::from_millis(200)).await;
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        tokio::select! {
+            _ = signal => Ok(()),
+            (id, status) = exited => Err(anyhow::anyhow!("node {id} exited unexpectedly ({status}); see {}", dir.join(format!("node-{id}.log")).display())),
         }
     };
-    let result = tokio::select! {
-        _ = signal => Ok(()),
-        (id, status) = exited => Err(anyhow::anyhow!("node {id} exited unexpectedly ({status}); see {}", dir.join(format!("node-{id}.log")).display())),
-    };
     eprintln!("stopping the cluster");
-    stop(&mut children);
+    // SIGTERM, not kill: a leader hands leadership over before exiting.
+    for id in cluster.stop(Duration::from_secs(15)).await {
+        eprintln!("node {id} did not stop in time; it was killed");
+    }
     result
 }

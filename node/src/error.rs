@@ -39,6 +39,17 @@ pub enum NodeError {
     /// A limit was reached.
     #[error("limit reached: {0}")]
     ResourceExhausted(String),
+    /// A session TTL outside this cluster's configured range (the state
+    /// machine's own range is wider).
+    #[error("ttl_ms {ttl_ms} is out of this cluster's range {min_ms}..={max_ms} ms")]
+    TtlOutOfRange {
+        /// Requested TTL.
+        ttl_ms: u64,
+        /// Lowest allowed here.
+        min_ms: u64,
+        /// Highest allowed here.
+        max_ms: u64,
+    },
     /// A fault of the server's own (a reply that does not fit its command).
     #[error("internal error: {0}")]
     Internal(String),
@@ -57,6 +68,7 @@ impl NodeError {
             NodeError::Stopped(_) => Reason::Stopping,
             NodeError::PermissionDenied(_) => Reason::PermissionDenied,
             NodeError::ResourceExhausted(_) => Reason::LimitExceeded,
+            NodeError::TtlOutOfRange { .. } => Reason::TtlOutOfRange,
             NodeError::Internal(_) => Reason::Internal,
         }
     }

@@ -8,7 +8,6 @@
 //! the node that takes the request, and may only be tighter.
 
 use crate::error::{ConfigError, NodeError};
-use raftlock_store::machine::LeaseError;
 use clap::Args;
 use raftlock_proto::limits as hard;
 use raftlock_proto::reason::{self, Reason};
@@ -197,12 +196,11 @@ impl Limits {
     /// A session TTL within the operator's bounds.
     pub fn check_ttl(&self, ttl_ms: u64) -> Result<(), NodeError> {
         if ttl_ms < self.min_ttl_ms || ttl_ms > self.max_ttl_ms {
-            return Err(LeaseError::TtlOutOfRange {
+            return Err(NodeError::TtlOutOfRange {
                 ttl_ms,
                 min_ms: self.min_ttl_ms,
                 max_ms: self.max_ttl_ms,
-            }
-            .into());
+            });
         }
         Ok(())
     }

@@ -8,9 +8,9 @@ use crate::confirm::Confirmer;
 use crate::grpc::{cluster::ClusterService, election::ElectionService, lock::LockService};
 use crate::grpc::{raft::PeerService, session::SessionService};
 use crate::limits::ConnectionLimitLayer;
+use crate::locks::{lease::LeaseDriver, waits::Waits, Locks};
 use crate::network::PeerNetwork;
 use crate::node::Node;
-use crate::locks::{lease::LeaseDriver, waits::Waits, Locks};
 use raftlock_proto::v1::{
     cluster_server::ClusterServer, election_server::ElectionServer, lock_server::LockServer,
     raft_server::RaftServer, session_server::SessionServer,
@@ -255,18 +255,15 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(InterceptedService::new(
-            SessionServer::new(SessionService::new(locks.clone()))
-                .max_decoding_message_size(max),
+            SessionServer::new(SessionService::new(locks.clone())).max_decoding_message_size(max),
             authenticate.clone(),
         ))
         .add_service(InterceptedService::new(
-            LockServer::new(LockService::new(locks.clone()))
-                .max_decoding_message_size(max),
+            LockServer::new(LockService::new(locks.clone())).max_decoding_message_size(max),
             authenticate.clone(),
         ))
         .add_service(InterceptedService::new(
-            ElectionServer::new(ElectionService::new(locks.clone()))
-                .max_decoding_message_size(max),
+            ElectionServer::new(ElectionService::new(locks.clone())).max_decoding_message_size(max),
             authenticate.clone(),
         ))
         .add_service(InterceptedService::new(

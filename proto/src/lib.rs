@@ -20,6 +20,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod cluster;
 pub mod limits;
 pub mod reason;
 

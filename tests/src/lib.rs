@@ -1,14 +1,14 @@
-//! Fixtures for tests that start real `raftlockd` processes: free loopback
-//! ports, a temporary directory per cluster, and cleanup that kills only the
-//! processes the fixture started (by PID), even when a test panics.
+//! Fixtures for tests that start real `raftlockd` processes. The processes
+//! are started, signalled and cleaned up by [`raftlock_local`] (free
+//! loopback ports, a temporary directory per cluster, only its own PIDs
+//! killed, even when a test panics); this crate adds the tests' conventions
+//! and raw gRPC helpers.
 
 use raftlock_client::Client;
-use raftlock_proto::v1::cluster_client::ClusterClient;
-use raftlock_proto::v1::StatusRequest;
-use std::net::TcpListener;
+pub use raftlock_local::{Access, LocalCluster, Node, Options};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// Path of a workspace binary built alongside the tests (`cargo test
 /// --workspace` builds the binaries of packages that have integration tests,
@@ -58,38 +58,11 @@ pub async fn run_bench(args: &[&str], env: &[(&str, &str)]) -> serde_json::Value
     json
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
-
-/// One node of a test cluster.
-pub struct TestNode {
-    /// Node id.
-    pub id: u64,
-    /// Client address.
-    pub client_addr: String,
-    /// Peer address.
-    pub peer_addr: String,
-    /// HTTP admin address (/metrics, /health, /ready).
-    pub metrics_addr: String,
-    data_dir: PathBuf,
-    log: PathBuf,
-    child: Option<Child>,
-    /// Started without `--initial-cluster`: it waits to be added.
-    joiner: bool,
-}
-
-/// A cluster of real `raftlockd` processes on loopback.
+/// A cluster of real `raftlockd` processes on loopback, started by
+/// [`raftlock_local`] with the tests' conventions: one cluster at a time per
+/// test binary, and waits that panic with every node's log.
 pub struct Cluster {
-    /// Nodes by position (id = position + 1).
-    pub nodes: Vec<TestNode>,
-    initial: String,
-    dir: tempfile::TempDir,
-    /// Extra `raftlockd` flags for every node started from now on.
-    pub extra_args: Vec<String>,
+    local: LocalCluster,
     /// How the fixture's own clients reach the nodes (TLS, token).
     pub access: Access,
     // One cluster at a time per test binary: two clusters sharing two cores
@@ -99,57 +72,25 @@ pub struct Cluster {
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// How to reach a cluster that serves TLS or wants a token.
-#[derive(Clone, Default)]
-pub struct Access {
-    /// PEM CA of the nodes' client-port certificates (TLS on when set).
-    pub ca_pem: Option<Vec<u8>>,
-    /// Bearer token.
-    pub token: Option<String>,
+impl std::ops::Deref for Cluster {
+    type Target = LocalCluster;
+    fn deref(&self) -> &LocalCluster {
+        &self.local
+    }
 }
 
-impl Access {
-    /// A raw gRPC channel to `addr` with this access (token not included:
-    /// see [`Access::request`]).
-    pub async fn channel(&self, addr: &str) -> Result<tonic::transport::Channel, String> {
-        let scheme = if self.ca_pem.is_some() {
-            "https"
-        } else {
-            "http"
-        };
-        let mut e = tonic::transport::Endpoint::from_shared(format!("{scheme}://{addr}"))
-            .map_err(|e| e.to_string())?
-            .connect_timeout(Duration::from_secs(1));
-        if let Some(ca) = &self.ca_pem {
-            e = e
-                .tls_config(
-                    tonic::transport::ClientTlsConfig::new()
-                        .ca_certificate(tonic::transport::Certificate::from_pem(ca)),
-                )
-                .map_err(|e| e.to_string())?;
-        }
-        e.connect().await.map_err(|e| format!("{e:?}"))
+impl std::ops::DerefMut for Cluster {
+    fn deref_mut(&mut self) -> &mut LocalCluster {
+        &mut self.local
     }
+}
 
-    /// A request carrying this access's token, if any.
-    pub fn request<T>(&self, msg: T) -> tonic::Request<T> {
-        let mut r = tonic::Request::new(msg);
-        if let Some(t) = &self.token {
-            r.metadata_mut().insert(
-                "authorization",
-                format!("Bearer {t}").parse().expect("ascii token"),
-            );
-        }
-        r
-    }
-
-    /// Client options with this access.
-    pub fn options(&self) -> raftlock_client::Options {
-        raftlock_client::Options {
-            tls: self.ca_pem.clone().map(raftlock_client::Tls::new),
-            token: self.token.clone(),
-            ..Default::default()
-        }
+/// Client options that reach a cluster with `access`.
+pub fn client_options(access: &Access) -> raftlock_client::Options {
+    raftlock_client::Options {
+        tls: access.ca_pem.clone().map(raftlock_client::Tls::new),
+        token: access.token.clone(),
+        ..Default::default()
     }
 }
 
@@ -177,6 +118,10 @@ impl Cluster {
         Self::start_inner(n, &[], Some(backup), Access::default()).await
     }
 
+    // The guard is held across the start on purpose: it keeps clusters of
+    // one test binary apart, and each test runs on its own runtime, so the
+    // tests it blocks are on other threads.
+    #[allow(clippy::await_holding_lock)]
     async fn start_inner(
         n: u64,
         args: &[&str],
@@ -191,77 +136,41 @@ impl Cluster {
                 .with_test_writer()
                 .try_init();
         }
-        // A port picked free can be taken before the node binds it (by
-        // another socket's ephemeral port): start again on fresh ports
-        // rather than fail a test over it. Nothing else is retried.
-        let mut attempt = 1;
-        let cluster = loop {
-            let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-            let dir = tempfile::Builder::new()
-                .prefix("raftlock-test-")
-                .tempdir()
-                .expect("temp dir");
-            let mut nodes = Vec::new();
-            for id in 1..=n {
-                nodes.push(TestNode {
-                    id,
-                    client_addr: format!("127.0.0.1:{}", free_port()),
-                    peer_addr: format!("127.0.0.1:{}", free_port()),
-                    metrics_addr: format!("127.0.0.1:{}", free_port()),
-                    data_dir: dir.path().join(format!("node-{id}")),
-                    log: dir.path().join(format!("node-{id}.log")),
-                    child: None,
-                    joiner: false,
-                });
+        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let mut options = Options::new(binary("raftlockd"), n);
+        options.args = args.iter().map(Into::into).collect();
+        options.access = access.clone();
+        options.log_filter =
+            std::env::var("RAFTLOCK_TEST_LOG").unwrap_or_else(|_| "info,openraft=warn".into());
+        let local = LocalCluster::start_prepared(options, |c| {
+            let Some(file) = backup else { return Ok(()) };
+            for node in c.nodes() {
+                let out = Command::new(binary("raftlockd"))
+                    .arg("restore")
+                    .arg("--snapshot")
+                    .arg(file)
+                    .args(["--id", &node.id.to_string()])
+                    .arg("--data-dir")
+                    .arg(&node.data_dir)
+                    .args(["--initial-cluster", &c.initial_cluster().to_string()])
+                    .output()
+                    .expect("raftlockd restore runs");
+                assert!(
+                    out.status.success(),
+                    "restore of node {} failed: {}",
+                    node.id,
+                    String::from_utf8_lossy(&out.stderr)
+                );
             }
-            let initial = nodes
-                .iter()
-                .map(|n| format!("{}={}/{}", n.id, n.peer_addr, n.client_addr))
-                .collect::<Vec<_>>()
-                .join(",");
-            let mut cluster = Cluster {
-                nodes,
-                initial,
-                dir,
-                extra_args: args.iter().map(|a| (*a).to_owned()).collect(),
-                access: access.clone(),
-                _serial: serial,
-            };
-            if let Some(file) = backup {
-                for id in 1..=n {
-                    let node = &cluster.nodes[(id - 1) as usize];
-                    let out = Command::new(binary("raftlockd"))
-                        .arg("restore")
-                        .arg("--snapshot")
-                        .arg(file)
-                        .args(["--id", &id.to_string()])
-                        .arg("--data-dir")
-                        .arg(&node.data_dir)
-                        .args(["--initial-cluster", &cluster.initial])
-                        .output()
-                        .expect("raftlockd restore runs");
-                    assert!(
-                        out.status.success(),
-                        "restore of node {id} failed: {}",
-                        String::from_utf8_lossy(&out.stderr)
-                    );
-                }
-            }
-            for id in 1..=n {
-                cluster.start_node(id);
-            }
-            match cluster.lost_a_port_race(Duration::from_secs(20)).await {
-                Some(id) if attempt < 3 => {
-                    eprintln!(
-                        "node {id} could not bind its port (attempt {attempt}); starting again on fresh ports:\n{}",
-                        cluster.logs()
-                    );
-                    attempt += 1;
-                }
-                _ => break cluster,
-            }
+            Ok(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("the cluster did not start: {e}"));
+        let cluster = Cluster {
+            local,
+            access,
+            _serial: serial,
         };
-        cluster.wait_for_leader(Duration::from_secs(20)).await;
         // Two nodes elect a leader; tests that then talk to the third must
         // not race its start.
         cluster.wait_for_listeners(Duration::from_secs(20)).await;
@@ -273,356 +182,71 @@ impl Cluster {
         cluster
     }
 
-    /// Waits until every node serves or one has exited because a port was
-    /// taken; returns that node's id. A node that exits
-    /// for any other reason, or one slow to listen, is left to the waits
-    /// that follow, which fail with its logs.
-    async fn lost_a_port_race(&mut self, within: Duration) -> Option<u64> {
-        let deadline = Instant::now() + within;
-        loop {
-            let mut listening = 0;
-            for n in &mut self.nodes {
-                let Some(child) = n.child.as_mut() else {
-                    listening += 1;
-                    continue;
-                };
-                let log = std::fs::read_to_string(&n.log).unwrap_or_default();
-                // Printed once both listeners are bound (a connection test
-                // could reach whatever else holds the port).
-                if log.contains("raftlockd serving") {
-                    listening += 1;
-                } else if let Ok(Some(_)) = child.try_wait() {
-                    let port_taken = log.lines().any(|l| {
-                        l.contains("cannot listen on") && l.contains("Address already in use")
-                    });
-                    return port_taken.then_some(n.id);
-                }
-            }
-            if listening == self.nodes.len() || Instant::now() > deadline {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
     /// Waits until every running node has heard from a leader.
     pub async fn wait_for_followers(&self, within: Duration) {
-        let deadline = Instant::now() + within;
-        for n in self.nodes.iter().filter(|n| n.child.is_some()) {
-            loop {
-                let knows = match self.access.channel(&n.client_addr).await {
-                    Ok(channel) => {
-                        let mut req = self.access.request(StatusRequest::default());
-                        req.set_timeout(Duration::from_millis(500));
-                        ClusterClient::new(channel)
-                            .status(req)
-                            .await
-                            .is_ok_and(|s| s.into_inner().leader_id != 0)
-                    }
-                    Err(_) => false,
-                };
-                if knows {
-                    break;
-                }
-                if Instant::now() > deadline {
-                    panic!(
-                        "node {} has not heard from a leader within {within:?}; logs:
-{}",
-                        n.id,
-                        self.logs()
-                    );
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
+        self.local
+            .wait_for_followers(within)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Waits until every running node accepts connections on its client
     /// port.
     pub async fn wait_for_listeners(&self, within: Duration) {
-        let deadline = Instant::now() + within;
-        for n in self.nodes.iter().filter(|n| n.child.is_some()) {
-            while tokio::net::TcpStream::connect(&n.client_addr)
-                .await
-                .is_err()
-            {
-                if Instant::now() > deadline {
-                    panic!(
-                        "node {} does not listen on {} within {within:?}; logs:\n{}",
-                        n.id,
-                        n.client_addr,
-                        self.logs()
-                    );
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    }
-
-    fn node(&mut self, id: u64) -> &mut TestNode {
-        &mut self.nodes[(id - 1) as usize]
+        self.local
+            .wait_for_listeners(within)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Creates node `n + 1` with an empty data dir and starts it without
     /// `--initial-cluster`, so it waits to be added as a learner. Returns
     /// its id.
     pub fn start_new_node(&mut self) -> u64 {
-        let id = self.nodes.len() as u64 + 1;
-        self.nodes.push(TestNode {
-            id,
-            client_addr: format!("127.0.0.1:{}", free_port()),
-            peer_addr: format!("127.0.0.1:{}", free_port()),
-            metrics_addr: format!("127.0.0.1:{}", free_port()),
-            data_dir: self.dir.path().join(format!("node-{id}")),
-            log: self.dir.path().join(format!("node-{id}.log")),
-            child: None,
-            joiner: true,
-        });
-        self.start_node(id);
-        id
+        self.local
+            .add_node()
+            .unwrap_or_else(|e| panic!("cannot add a node: {e}"))
     }
 
     /// Deletes node `id`'s data dir (the node must be stopped): a machine
     /// whose disk was lost.
     pub fn wipe(&mut self, id: u64) {
-        let node = self.node(id);
-        assert!(node.child.is_none(), "stop node {id} first");
-        let _ = std::fs::remove_dir_all(&node.data_dir);
-        node.joiner = true;
+        self.local.wipe(id).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// (Re)starts node `id` from its data dir.
     pub fn start_node(&mut self, id: u64) {
-        let initial = self.initial.clone();
-        let extra = self.extra_args.clone();
-        let node = self.node(id);
-        let initial_args = if node.joiner {
-            vec![]
-        } else {
-            vec!["--initial-cluster".to_owned(), initial]
-        };
-        assert!(node.child.is_none(), "node {id} already running");
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&node.log)
-            .expect("log file");
-        let child = Command::new(binary("raftlockd"))
-            .arg("--id")
-            .arg(id.to_string())
-            .arg("--data-dir")
-            .arg(&node.data_dir)
-            .arg("--listen-client")
-            .arg(&node.client_addr)
-            .arg("--listen-peer")
-            .arg(&node.peer_addr)
-            .args(&initial_args)
-            .args(&extra)
-            .arg("--listen-metrics")
-            .arg(&node.metrics_addr)
-            .env(
-                "RUST_LOG",
-                // The start-up line tells the harness that a node serves,
-                // whatever filter RAFTLOCK_TEST_LOG sets.
-                format!(
-                    "{},raftlock_node::server=info",
-                    std::env::var("RAFTLOCK_TEST_LOG")
-                        .unwrap_or_else(|_| "info,openraft=warn".into())
-                ),
-            )
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log file"))
-            .stderr(log)
-            .spawn()
-            .expect("raftlockd starts");
-        node.child = Some(child);
-    }
-
-    fn signal(&mut self, id: u64, sig: libc::c_int) {
-        if let Some(child) = &self.node(id).child {
-            // Only ever a PID this fixture spawned.
-            unsafe {
-                libc::kill(child.id() as libc::pid_t, sig);
-            }
-        }
-    }
-
-    /// `kill -9` node `id`.
-    pub fn kill(&mut self, id: u64) {
-        self.signal(id, libc::SIGKILL);
-        if let Some(mut c) = self.node(id).child.take() {
-            let _ = c.wait();
-        }
+        assert!(!self.node(id).is_running(), "node {id} already running");
+        self.local.start_node(id).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// SIGTERM node `id` and wait for it to exit; returns whether it exited 0.
     /// Async, so the test's clients keep running meanwhile.
     pub async fn terminate(&mut self, id: u64) -> bool {
-        self.signal(id, libc::SIGTERM);
-        let Some(mut c) = self.node(id).child.take() else {
-            return false;
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            match c.try_wait() {
-                Ok(Some(status)) => return status.success(),
-                Ok(None) if Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(20)).await
-                }
-                _ => {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                    return false;
-                }
-            }
-        }
-    }
-
-    /// SIGSTOP node `id`.
-    pub fn pause(&mut self, id: u64) {
-        self.signal(id, libc::SIGSTOP);
-    }
-
-    /// SIGCONT node `id`.
-    pub fn resume(&mut self, id: u64) {
-        self.signal(id, libc::SIGCONT);
-    }
-
-    /// Client endpoints of all nodes.
-    pub fn endpoints(&self) -> Vec<String> {
-        self.nodes.iter().map(|n| n.client_addr.clone()).collect()
+        self.local.terminate(id, Duration::from_secs(20)).await
     }
 
     /// A client that knows every node.
     pub async fn client(&self) -> Client {
-        Client::connect_with(self.endpoints(), self.access.options())
+        Client::connect_with(self.endpoints(), client_options(&self.access))
             .await
             .expect("client connects")
     }
 
-    /// The id of the node that says it leads, asking running nodes only.
-    pub async fn leader(&self) -> Option<u64> {
-        for n in &self.nodes {
-            if n.child.is_none() {
-                continue;
-            }
-            let Ok(channel) = self.access.channel(&n.client_addr).await else {
-                continue;
-            };
-            let mut c = ClusterClient::new(channel);
-            let mut req = self.access.request(StatusRequest::default());
-            req.set_timeout(Duration::from_millis(500));
-            if let Ok(s) = c.status(req).await {
-                let s = s.into_inner();
-                if s.leader_id == s.node_id && s.role == raftlock_proto::v1::Role::Leader as i32 {
-                    return Some(s.node_id);
-                }
-            }
-        }
-        None
-    }
-
     /// Waits until some running node leads.
     pub async fn wait_for_leader(&self, within: Duration) -> u64 {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(l) = self.leader().await {
-                return l;
-            }
-            if Instant::now() > deadline {
-                panic!("no leader within {within:?}; logs:\n{}", self.logs());
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        self.local
+            .wait_for_leader(within)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Waits until a running node other than `old` leads.
     pub async fn wait_for_new_leader(&self, old: u64, within: Duration) -> u64 {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(l) = self.leader().await {
-                if l != old {
-                    return l;
-                }
-            }
-            if Instant::now() > deadline {
-                panic!("no new leader within {within:?}; logs:\n{}", self.logs());
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// The tail of every node's log, for failure messages.
-    pub fn logs(&self) -> String {
-        let mut out = String::new();
-        for n in &self.nodes {
-            let text = std::fs::read_to_string(&n.log).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            let cut = lines.len().saturating_sub(30);
-            // Why a process died is printed before its backtrace, which
-            // alone fills the tail: keep such lines from above it too.
-            let mut in_error = false;
-            let mut tail: Vec<&str> = lines[..cut]
-                .iter()
-                .filter(|l| {
-                    if l.starts_with("Error:") {
-                        in_error = true;
-                    } else if l.starts_with("Stack backtrace:") {
-                        in_error = false;
-                    }
-                    in_error || l.contains("panicked at")
-                })
-                .copied()
-                .collect();
-            tail.extend_from_slice(&lines[cut..]);
-            // Whether the process is alive tells a node that never started
-            // from one that started and went quiet.
-            let process = match &n.child {
-                None => "not running (stopped by the test)".to_owned(),
-                Some(c) => std::fs::read_to_string(format!("/proc/{}/status", c.id()))
-                    .ok()
-                    .and_then(|st| {
-                        st.lines()
-                            .find(|l| l.starts_with("State:"))
-                            .map(str::to_owned)
-                    })
-                    .unwrap_or_else(|| format!("pid {} has exited", c.id())),
-            };
-            out.push_str(&format!(
-                "--- node {} (client {}, peer {}; {process}) ---\n{}\n",
-                n.id,
-                n.client_addr,
-                n.peer_addr,
-                tail.join("\n")
-            ));
-        }
-        out
-    }
-
-    /// The full log of node `id`.
-    pub fn log_of(&self, id: u64) -> String {
-        std::fs::read_to_string(&self.nodes[(id - 1) as usize].log).unwrap_or_default()
-    }
-
-    /// The cluster's temporary directory.
-    pub fn dir(&self) -> &std::path::Path {
-        self.dir.path()
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        for n in &mut self.nodes {
-            if let Some(mut c) = n.child.take() {
-                // Resume first: a stopped process cannot act on SIGKILL's
-                // exit path until it runs.
-                unsafe {
-                    libc::kill(c.id() as libc::pid_t, libc::SIGCONT);
-                }
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-        }
+        self.local
+            .wait_for_new_leader(old, within)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 }
 

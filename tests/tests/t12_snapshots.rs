@@ -65,9 +65,9 @@ async fn a_lagging_follower_killed_while_snapshots_are_built_and_installed_recov
     );
 
     // The follower is alive and catches up to the leader's applied state.
-    let addr = cluster.nodes[(lagging - 1) as usize].client_addr.clone();
+    let addr = cluster.nodes()[(lagging - 1) as usize].client_addr.clone();
     let target = client
-        .node_status(&cluster.nodes[(leader - 1) as usize].client_addr)
+        .node_status(&cluster.nodes()[(leader - 1) as usize].client_addr)
         .await
         .unwrap()
         .applied_index;

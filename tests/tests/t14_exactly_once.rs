@@ -15,7 +15,7 @@ async fn lock_client(addr: &str) -> LockClient<tonic::transport::Channel> {
 
 async fn leader_addr(cluster: &Cluster) -> String {
     let leader = cluster.wait_for_leader(Duration::from_secs(10)).await;
-    cluster.nodes[(leader - 1) as usize].client_addr.clone()
+    cluster.nodes()[(leader - 1) as usize].client_addr.clone()
 }
 
 /// Request ids alone were remembered for a session's last 256 finished

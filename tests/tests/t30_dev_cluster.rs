@@ -22,9 +22,10 @@ impl Drop for Dev {
 /// SIGTERM to `dev` (only the PID this test started), then its exit status,
 /// or `None` after SIGKILL if it did not exit `within`.
 fn terminate(dev: &mut std::process::Child, within: Duration) -> Option<std::process::ExitStatus> {
-    unsafe {
-        libc::kill(dev.id() as libc::pid_t, libc::SIGTERM);
-    }
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(dev.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
     let deadline = Instant::now() + within;
     loop {
         if let Ok(Some(s)) = dev.try_wait() {

@@ -12,7 +12,7 @@ async fn bench_reports_what_the_leader_proposed_and_fsynced() {
     let cluster = Cluster::start(3).await;
     let client = cluster.client().await;
     let leader = cluster.leader().await.expect("a leader");
-    let addr = cluster.nodes[(leader - 1) as usize].client_addr.clone();
+    let addr = cluster.nodes()[(leader - 1) as usize].client_addr.clone();
     let before = client.node_status(&addr).await.unwrap();
 
     let json = run_bench(
@@ -62,7 +62,7 @@ async fn bench_reports_what_the_leader_proposed_and_fsynced() {
     assert!(after.log_fsyncs > before.log_fsyncs);
     assert!(after.log_entries_flushed - before.log_entries_flushed >= entries);
     // Followers fsync too, but propose nothing.
-    for n in &cluster.nodes {
+    for n in cluster.nodes() {
         if n.id != leader {
             let f = client.node_status(&n.client_addr).await.unwrap();
             assert!(f.log_fsyncs > 0, "node {}: {f:?}", n.id);

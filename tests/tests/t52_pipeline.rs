@@ -241,7 +241,10 @@ async fn many_sessions_on_one_client_keep_exclusion_and_token_order() {
     // The calls went over a pipeline: the leader opened one for this client
     // and counted its calls under their own methods.
     let leader = cluster.wait_for_leader(Duration::from_secs(5)).await;
-    let metrics_addr = cluster.nodes[(leader - 1) as usize].metrics_addr.clone();
+    let metrics_addr = cluster.nodes()[(leader - 1) as usize]
+        .metrics_addr
+        .clone()
+        .expect("a metrics listener");
     let (_, text) = http_get(&metrics_addr, "/metrics").await.unwrap();
     let count = |method: &str| -> f64 {
         text.lines()
@@ -280,7 +283,10 @@ async fn unary_clients_still_work_and_never_open_a_pipeline() {
             .unwrap();
     }
     let leader = cluster.wait_for_leader(Duration::from_secs(5)).await;
-    let metrics_addr = cluster.nodes[(leader - 1) as usize].metrics_addr.clone();
+    let metrics_addr = cluster.nodes()[(leader - 1) as usize]
+        .metrics_addr
+        .clone()
+        .expect("a metrics listener");
     let (_, text) = http_get(&metrics_addr, "/metrics").await.unwrap();
     assert!(
         !text.contains("method=\"Lock/Pipeline\""),

@@ -39,9 +39,11 @@ async fn every_refusal_a_client_can_cause_names_its_reason() {
     .await;
     let leader_id = cluster.wait_for_leader(Duration::from_secs(10)).await;
     cluster.wait_for_followers(Duration::from_secs(10)).await;
-    let leader = cluster.nodes[(leader_id - 1) as usize].client_addr.clone();
+    let leader = cluster.nodes()[(leader_id - 1) as usize]
+        .client_addr
+        .clone();
     let follower = cluster
-        .nodes
+        .nodes()
         .iter()
         .find(|n| n.id != leader_id)
         .map(|n| n.client_addr.clone())

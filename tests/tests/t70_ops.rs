@@ -21,10 +21,20 @@ async fn metrics_have_real_values_after_load() {
     let leader = cluster.leader().await.unwrap();
     // Gauges refresh every second.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    for n in &cluster.nodes {
-        let (code, health) = http_get(&n.metrics_addr, "/health").await.unwrap();
+    for n in cluster.nodes() {
+        let (code, health) = http_get(
+            n.metrics_addr.as_deref().expect("a metrics listener"),
+            "/health",
+        )
+        .await
+        .unwrap();
         assert_eq!((code, health.trim()), (200, "ok"));
-        let (code, text) = http_get(&n.metrics_addr, "/metrics").await.unwrap();
+        let (code, text) = http_get(
+            n.metrics_addr.as_deref().expect("a metrics listener"),
+            "/metrics",
+        )
+        .await
+        .unwrap();
         assert_eq!(code, 200);
         let m = |k: &str| {
             metric(&text, k).unwrap_or_else(|| panic!("node {}: no {k} in\n{text}", n.id))
@@ -58,8 +68,8 @@ async fn ready(addr: &str) -> u16 {
 async fn ready_is_false_on_a_node_cut_off_from_the_quorum() {
     let mut cluster = Cluster::start(3).await;
     let deadline = Instant::now() + Duration::from_secs(10);
-    for n in &cluster.nodes {
-        while ready(&n.metrics_addr).await != 200 {
+    for n in cluster.nodes() {
+        while ready(n.metrics_addr.as_deref().expect("a metrics listener")).await != 200 {
             assert!(Instant::now() < deadline, "node {} never ready", n.id);
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -70,7 +80,10 @@ async fn ready_is_false_on_a_node_cut_off_from_the_quorum() {
     for &o in &others {
         cluster.pause(o);
     }
-    let addr = cluster.nodes[(leader - 1) as usize].metrics_addr.clone();
+    let addr = cluster.nodes()[(leader - 1) as usize]
+        .metrics_addr
+        .clone()
+        .expect("a metrics listener");
     let deadline = Instant::now() + Duration::from_secs(10);
     while ready(&addr).await == 200 {
         assert!(
@@ -87,7 +100,10 @@ async fn ready_is_false_on_a_node_cut_off_from_the_quorum() {
     }
     cluster.wait_for_leader(Duration::from_secs(10)).await;
     let follower = (1..=3).find(|&i| Some(i) != Some(leader)).unwrap();
-    let faddr = cluster.nodes[(follower - 1) as usize].metrics_addr.clone();
+    let faddr = cluster.nodes()[(follower - 1) as usize]
+        .metrics_addr
+        .clone()
+        .expect("a metrics listener");
     let deadline = Instant::now() + Duration::from_secs(10);
     while ready(&faddr).await != 200 {
         assert!(Instant::now() < deadline, "follower never ready again");

@@ -95,7 +95,7 @@ async fn grow_to_five_and_shrink_back_under_load() {
 
     for _ in 0..2 {
         let id = cluster.start_new_node();
-        let n = &cluster.nodes[(id - 1) as usize];
+        let n = &cluster.nodes()[(id - 1) as usize];
         client
             .add_learner(id, &n.peer_addr, &n.client_addr, true)
             .await
@@ -157,7 +157,7 @@ async fn a_dead_node_is_replaced_and_the_replacement_catches_up_by_snapshot() {
     let remaining: Vec<u64> = (1..=3).filter(|&i| i != dead).collect();
     client.change_membership(&remaining, false).await.unwrap();
     let id = cluster.start_new_node();
-    let n = &cluster.nodes[(id - 1) as usize];
+    let n = &cluster.nodes()[(id - 1) as usize];
     client
         .add_learner(id, &n.peer_addr, &n.client_addr, true)
         .await
@@ -173,7 +173,7 @@ async fn a_dead_node_is_replaced_and_the_replacement_catches_up_by_snapshot() {
         cluster.logs()
     );
     let s = client
-        .node_status(&cluster.nodes[(id - 1) as usize].client_addr)
+        .node_status(&cluster.nodes()[(id - 1) as usize].client_addr)
         .await
         .unwrap();
     // Tokens are entry index × 2^16 + position (DESIGN.md).
@@ -240,7 +240,10 @@ async fn rolling_restart_under_load_loses_no_session_and_shows_no_error() {
         );
         cluster.start_node(id);
         // Wait until it is ready again before the next one.
-        let addr = cluster.nodes[(id - 1) as usize].metrics_addr.clone();
+        let addr = cluster.nodes()[(id - 1) as usize]
+            .metrics_addr
+            .clone()
+            .expect("a metrics listener");
         let deadline = std::time::Instant::now() + Duration::from_secs(15);
         while raftlock_tests::http_get(&addr, "/ready")
             .await

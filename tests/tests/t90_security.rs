@@ -133,7 +133,7 @@ fn uuid() -> Vec<u8> {
 
 async fn leader_addr(cluster: &Cluster) -> String {
     let id = cluster.wait_for_leader(Duration::from_secs(10)).await;
-    cluster.nodes[(id - 1) as usize].client_addr.clone()
+    cluster.nodes()[(id - 1) as usize].client_addr.clone()
 }
 
 /// Runs a raw call against the current leader, again if the leader moved
@@ -243,7 +243,7 @@ async fn tls_cluster_works_end_to_end_and_peers_refuse_a_foreign_ca() {
     // The peer port: a caller presenting our CA's certificate reaches the
     // Raft service (and is told its payload is garbage); one presenting a
     // certificate from another CA, or none, is refused in the handshake.
-    let peer = &cluster.nodes[0].peer_addr;
+    let peer = &cluster.nodes()[0].peer_addr;
     let call = |identity: Option<(Vec<u8>, Vec<u8>)>| {
         let ca = read(ours.join("ca.pem"));
         let peer = peer.clone();
@@ -733,7 +733,7 @@ async fn every_limit_is_answered_and_others_are_still_served() {
         .unwrap();
     assert!(g.acquired);
     let root = cluster.client().await;
-    for n in &cluster.nodes {
+    for n in cluster.nodes() {
         assert!(root.node_status(&n.client_addr).await.is_ok());
     }
     for (t, k) in keep {

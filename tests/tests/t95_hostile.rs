@@ -131,7 +131,7 @@ async fn settled(cluster: &Cluster) -> (u64, u64) {
     let mut agreed: Option<((u64, u64), Instant)> = None;
     loop {
         let mut views = Vec::new();
-        for n in &cluster.nodes {
+        for n in cluster.nodes() {
             views.push(
                 try_status(&cluster.access, &n.client_addr)
                     .await
@@ -169,7 +169,7 @@ async fn baseline(cluster: &Cluster) -> Baseline {
         "INFO every node followed leader {leader} in term {term} after {:?}",
         started.elapsed()
     );
-    let leader_addr = cluster.nodes[(leader - 1) as usize].client_addr.clone();
+    let leader_addr = cluster.nodes()[(leader - 1) as usize].client_addr.clone();
     let ch = connect(&leader_addr).await;
     let session = SessionClient::new(ch.clone())
         .create(cluster.access.request(CreateSessionRequest {
@@ -212,7 +212,7 @@ async fn baseline(cluster: &Cluster) -> Baseline {
 /// term are the ones of the baseline, and the sentinel lock is still held by
 /// the same session with the same token.
 async fn assert_intact(cluster: &Cluster, b: &Baseline, group: &str) {
-    for n in &cluster.nodes {
+    for n in cluster.nodes() {
         let s = status_of(&cluster.access, &n.client_addr)
             .await
             .unwrap_or_else(|e| {
@@ -264,7 +264,7 @@ async fn assert_intact(cluster: &Cluster, b: &Baseline, group: &str) {
         .unwrap()
         .into_inner();
     assert!(v.valid, "after {group}: sentinel token no longer valid");
-    for n in &cluster.nodes {
+    for n in cluster.nodes() {
         let log = cluster.log_of(n.id);
         assert!(
             !log.contains("panicked"),
@@ -274,7 +274,7 @@ async fn assert_intact(cluster: &Cluster, b: &Baseline, group: &str) {
     }
     println!(
         "STATE after {group}: nodes {:?} answer Status on both ports; leader {} term {} unchanged; sentinel token {} still held; no panic in the logs",
-        cluster.nodes.iter().map(|n| n.id).collect::<Vec<_>>(),
+        cluster.nodes().iter().map(|n| n.id).collect::<Vec<_>>(),
         b.leader,
         b.term,
         b.token
@@ -592,7 +592,7 @@ async fn bad_requests_are_refused_with_a_reason_and_change_nothing() {
     let b = baseline(&cluster).await;
     let leader = b.leader_addr.clone();
     let follower = cluster
-        .nodes
+        .nodes()
         .iter()
         .find(|n| n.id != b.leader)
         .unwrap()
@@ -1322,7 +1322,7 @@ async fn wrong_credentials_and_foreign_sessions_are_refused() {
     );
     // The peer port takes no tokens: peers are trusted as a whole and the
     // port must be protected by mutual TLS or the network (DESIGN, README).
-    let p = status_of(&Access::default(), &cluster.nodes[0].peer_addr).await;
+    let p = status_of(&Access::default(), &cluster.nodes()[0].peer_addr).await;
     assert!(p.is_ok());
     observed_ok(
         "no authorization header",
@@ -1650,7 +1650,9 @@ async fn a_flood_gets_proper_answers_and_the_cluster_keeps_serving() {
         );
         b.leader = leader_now;
         b.term = term_now;
-        b.leader_addr = cluster.nodes[(leader_now - 1) as usize].client_addr.clone();
+        b.leader_addr = cluster.nodes()[(leader_now - 1) as usize]
+            .client_addr
+            .clone();
     }
     let leader = b.leader_addr.clone();
 
@@ -1761,7 +1763,9 @@ async fn a_flood_gets_proper_answers_and_the_cluster_keeps_serving() {
         );
         b.leader = leader_now;
         b.term = term_now;
-        b.leader_addr = cluster.nodes[(leader_now - 1) as usize].client_addr.clone();
+        b.leader_addr = cluster.nodes()[(leader_now - 1) as usize]
+            .client_addr
+            .clone();
     }
     let ch = connect(&b.leader_addr).await;
     let mut locks = LockClient::new(ch.clone());
@@ -1830,9 +1834,9 @@ fn unavailable_reason(msg: &str) -> &'static str {
 async fn garbage_and_truncated_frames_on_both_ports_leave_every_node_up() {
     let cluster = Cluster::start(3).await;
     let b = baseline(&cluster).await;
-    let addrs = |n: &raftlock_tests::TestNode| (n.client_addr.clone(), n.peer_addr.clone());
-    let leader = addrs(&cluster.nodes[(b.leader - 1) as usize]);
-    let follower = addrs(cluster.nodes.iter().find(|n| n.id != b.leader).unwrap());
+    let addrs = |n: &raftlock_tests::Node| (n.client_addr.clone(), n.peer_addr.clone());
+    let leader = addrs(&cluster.nodes()[(b.leader - 1) as usize]);
+    let follower = addrs(cluster.nodes().iter().find(|n| n.id != b.leader).unwrap());
     let grpc_path = |peer: bool| {
         if peer {
             "/raftlock.v1.Raft/AppendEntries"

@@ -250,7 +250,7 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     let mut started = None;
     let endpoints = if a.start_cluster && !own_cluster {
         let exe = super::bench_cluster::find_raftlockd(a.raftlockd.as_deref())?;
-        let cluster = super::bench_cluster::LocalCluster::start(exe, 3)?;
+        let cluster = super::bench_cluster::start(exe).await?;
         let endpoints = cluster.endpoints();
         wait_for_leader(&Client::connect(&endpoints).await?)
             .await
@@ -566,7 +566,7 @@ async fn wait_for_leader(admin: &Client) -> anyhow::Result<u64> {
 
 async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
     let exe = super::bench_cluster::find_raftlockd(a.raftlockd.as_deref())?;
-    let mut cluster = super::bench_cluster::LocalCluster::start(exe, 3)?;
+    let mut cluster = super::bench_cluster::start(exe).await?;
     let endpoints = cluster.endpoints();
     let admin = Client::connect(&endpoints).await?;
     wait_for_leader(&admin)

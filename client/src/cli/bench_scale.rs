@@ -4,7 +4,7 @@
 //! every node (SIGKILL, then start on the same data dirs) to serving again.
 
 use super::bench::{Args, RunResult};
-use super::bench_cluster::{find_raftlockd, LocalCluster};
+use super::bench_cluster::{find_raftlockd, start, LocalCluster};
 use anyhow::Context;
 use futures::StreamExt;
 use hdrhistogram::Histogram;
@@ -114,8 +114,8 @@ async fn applied_on(addr: &str) -> Option<u64> {
 
 /// Waits until every node has applied the log up to `index`.
 async fn all_applied(cluster: &LocalCluster, index: u64, what: &str) -> anyhow::Result<()> {
-    for id in cluster.ids() {
-        let addr = cluster.client_addr(id).unwrap_or_default().to_owned();
+    for id in 1..=cluster.nodes().len() as u64 {
+        let addr = cluster.node(id).client_addr.clone();
         until(Duration::from_secs(120), what, || {
             let addr = addr.clone();
             async move { applied_on(&addr).await.is_some_and(|n| n >= index) }
@@ -127,7 +127,7 @@ async fn all_applied(cluster: &LocalCluster, index: u64, what: &str) -> anyhow::
 
 pub async fn scale(a: &Args, run: usize) -> anyhow::Result<RunResult> {
     let exe = find_raftlockd(a.raftlockd.as_deref())?;
-    let mut cluster = LocalCluster::start(exe, 3)?;
+    let mut cluster = start(exe).await?;
     let endpoints = cluster.endpoints();
     let logs = cluster.dir().display().to_string();
     let admin = Client::connect(&endpoints).await?;
@@ -242,11 +242,11 @@ pub async fn scale(a: &Args, run: usize) -> anyhow::Result<RunResult> {
         snapshot_load_ms: vec![],
         rss_after_restart_mib: vec![],
     };
-    for id in cluster.ids() {
-        let (now, peak) = rss(cluster.pid(id));
+    for id in 1..=cluster.nodes().len() as u64 {
+        let (now, peak) = rss(cluster.node(id).pid());
         f.rss_mib.push(mib(now));
         f.peak_rss_mib.push(mib(peak));
-        let text = scrape(cluster.metrics_addr(id).unwrap_or_default())
+        let text = scrape(cluster.node(id).metrics_addr.as_deref().unwrap_or_default())
             .await
             .unwrap_or_default();
         let sum = sample(&text, "raftlock_snapshot_build_seconds_sum").unwrap_or(0.0);
@@ -263,11 +263,11 @@ pub async fn scale(a: &Args, run: usize) -> anyhow::Result<RunResult> {
     }
 
     // The whole cluster crashes and comes back on its data dirs.
-    for id in cluster.ids() {
+    for id in 1..=cluster.nodes().len() as u64 {
         cluster.kill(id);
     }
     let restarted = Instant::now();
-    for id in cluster.ids() {
+    for id in 1..=cluster.nodes().len() as u64 {
         cluster.start_node(id)?;
     }
     let probe = created[0].clone();
@@ -291,9 +291,10 @@ pub async fn scale(a: &Args, run: usize) -> anyhow::Result<RunResult> {
         after.locks
     );
     f.restart_to_all_caught_up_ms = restarted.elapsed().as_secs_f64() * 1000.0;
-    for id in cluster.ids() {
-        f.rss_after_restart_mib.push(mib(rss(cluster.pid(id)).0));
-        let text = scrape(cluster.metrics_addr(id).unwrap_or_default())
+    for id in 1..=cluster.nodes().len() as u64 {
+        f.rss_after_restart_mib
+            .push(mib(rss(cluster.node(id).pid()).0));
+        let text = scrape(cluster.node(id).metrics_addr.as_deref().unwrap_or_default())
             .await
             .unwrap_or_default();
         f.snapshot_load_ms

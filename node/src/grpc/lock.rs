@@ -194,10 +194,10 @@ impl LockApi for LockService {
                 // Each call holds one of its connection's request slots, as
                 // a unary call does, so a stream cannot pin more work.
                 let slot = match addr {
-                    Some(a) => match node.connections.request(
-                        a,
-                        node.limits.max_concurrent_requests_per_connection,
-                    ) {
+                    Some(a) => match node
+                        .connections
+                        .request(a, node.limits.max_concurrent_requests_per_connection)
+                    {
                         Ok(slot) => Some(slot),
                         Err(e) => {
                             let _ = tx.send(Ok(refusal(id, &e))).await;

@@ -112,7 +112,8 @@ impl SessionApi for SessionService {
                         // go on being renewed.
                         Err(e)
                             if msg.shared
-                                && e.reason() == raftlock_proto::reason::Reason::SessionNotFound =>
+                                && e.reason()
+                                    == raftlock_proto::reason::Reason::SessionNotFound =>
                         {
                             Ok(KeepAliveResponse {
                                 session_id: msg.session_id,
