@@ -8,6 +8,11 @@
 //! retries, and whose old packets the network delivers late; the model
 //! keeps the server's side of the rule, and a separate property checks the
 //! promise itself from the outcomes alone: no sequenced request runs twice.
+//!
+//! This file is longer than 800 lines because the reference model is the
+//! specification the properties check against: model, generators of command
+//! sequences and properties are read together, and the model's value is that
+//! it is small and naive, not spread across modules.
 
 use proptest::prelude::*;
 use raftlock_proto::limits::MAX_UNACKED_REQUESTS_PER_SESSION;

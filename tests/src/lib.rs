@@ -34,6 +34,7 @@ pub fn binary(name: &str) -> PathBuf {
 /// returns its JSON summary (the last line it prints), whose `median` holds
 /// the figures, with what it printed under `stdout`.
 pub async fn run_bench(args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
+    let _serial = exclusive();
     let out = tokio::process::Command::new(binary("raftlock"))
         .arg("bench")
         .args(args)
@@ -65,12 +66,23 @@ pub struct Cluster {
     local: LocalCluster,
     /// How the fixture's own clients reach the nodes (TLS, token).
     pub access: Access,
-    // One cluster at a time per test binary: two clusters sharing two cores
-    // would turn timing assertions into tests of the scheduler.
-    _serial: std::sync::MutexGuard<'static, ()>,
+    _serial: Exclusive,
 }
 
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+static SERIAL: parking_lot::ReentrantMutex<()> = parking_lot::const_reentrant_mutex(());
+
+/// Held while a test runs processes: one test at a time per test binary
+/// starts servers, since two clusters sharing two cores would turn timing
+/// assertions into tests of the scheduler. Re-entrant on the test's thread
+/// (a test that holds a [`Cluster`] may also run `raftlock bench`).
+pub struct Exclusive(#[allow(dead_code)] parking_lot::ReentrantMutexGuard<'static, ()>);
+
+/// Waits until no other test of this binary runs processes; hold the
+/// result for as long as this test does. [`Cluster`] and [`run_bench`] take
+/// it themselves.
+pub fn exclusive() -> Exclusive {
+    Exclusive(SERIAL.lock())
+}
 
 impl std::ops::Deref for Cluster {
     type Target = LocalCluster;
@@ -118,10 +130,6 @@ impl Cluster {
         Self::start_inner(n, &[], Some(backup), Access::default()).await
     }
 
-    // The guard is held across the start on purpose: it keeps clusters of
-    // one test binary apart, and each test runs on its own runtime, so the
-    // tests it blocks are on other threads.
-    #[allow(clippy::await_holding_lock)]
     async fn start_inner(
         n: u64,
         args: &[&str],
@@ -136,7 +144,7 @@ impl Cluster {
                 .with_test_writer()
                 .try_init();
         }
-        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let serial = exclusive();
         let mut options = Options::new(binary("raftlockd"), n);
         options.args = args.iter().map(Into::into).collect();
         options.access = access.clone();

@@ -64,35 +64,35 @@ pub struct Args {
     /// unary call, not over the client's pipeline stream (the client
     /// library's default); for comparing the two.
     #[arg(long)]
-    unary: bool,
+    pub(super) unary: bool,
     /// Lock names to spread over (contended uses 1).
     #[arg(long, default_value_t = 10_000)]
-    keys: usize,
+    pub(super) keys: usize,
     /// How names are drawn from the `--keys`.
     #[arg(long, value_enum, default_value = "uniform")]
-    distribution: Distribution,
+    pub(super) distribution: Distribution,
     /// Exponent of the zipfian distribution (YCSB uses 0.99; higher is
     /// more skewed).
     #[arg(long, default_value_t = 0.99)]
-    zipf_exponent: f64,
+    pub(super) zipf_exponent: f64,
     /// Length of each run.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub(super) duration: Duration,
     /// Lock workloads: end each run after this many ops (acquire + release)
     /// instead of after `--duration`.
     #[arg(long)]
-    ops: Option<u64>,
+    pub(super) ops: Option<u64>,
     /// Lock and keepalive workloads: start a 3-node cluster of `raftlockd`
     /// (see `--raftlockd`) for this invocation instead of using
     /// `--endpoints`. (`failover` and `scale` always start their own.)
     #[arg(long)]
-    start_cluster: bool,
+    pub(super) start_cluster: bool,
     /// Runs; the summary is their median.
     #[arg(long, default_value_t = 3)]
-    runs: usize,
+    pub(super) runs: usize,
     /// Hold time for `hold`.
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
-    hold: Duration,
+    pub(super) hold: Duration,
     /// Sessions for `keepalive` and `scale`.
     #[arg(long, default_value_t = 1_000)]
     pub(super) sessions: usize,
@@ -104,7 +104,7 @@ pub struct Args {
     pub(super) ttl: Duration,
     /// `failover`: how often to kill the leader.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
-    kill_every: Duration,
+    pub(super) kill_every: Duration,
     /// `failover`, `scale`, `--start-cluster`: the server binary to start (default: `raftlockd` beside
     /// this executable).
     #[arg(long)]
@@ -236,10 +236,10 @@ fn server_figures(
 
 #[derive(Serialize, Clone)]
 pub struct FailoverFigures {
-    kills: u64,
-    recovered: u64,
-    recovery_p50_ms: f64,
-    recovery_max_ms: f64,
+    pub(super) kills: u64,
+    pub(super) recovered: u64,
+    pub(super) recovery_p50_ms: f64,
+    pub(super) recovery_max_ms: f64,
 }
 
 pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
@@ -282,7 +282,7 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     for run in 1..=a.runs.max(1) {
         let r = match a.workload {
             Workload::Keepalive => keepalive(cli, &endpoints, a, run).await?,
-            Workload::Failover => failover(a, run).await?,
+            Workload::Failover => super::bench_failover::failover(a, run).await?,
             Workload::Scale => super::bench_scale::scale(a, run).await?,
             _ => locks(cli, &endpoints, a, run).await?,
         };
@@ -467,7 +467,7 @@ async fn locks(cli: &Cli, endpoints: &[String], a: &Args, run: usize) -> anyhow:
 }
 
 /// The result of a run from its workers' results.
-async fn summarize(
+pub(super) async fn summarize(
     a: &Args,
     run: usize,
     workers: Vec<tokio::task::JoinHandle<(Histogram<u64>, u64, u64)>>,
@@ -549,7 +549,7 @@ async fn keepalive(
 }
 
 /// The leader's id, once the cluster has one (within 30 s).
-async fn wait_for_leader(admin: &Client) -> anyhow::Result<u64> {
+pub(super) async fn wait_for_leader(admin: &Client) -> anyhow::Result<u64> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Ok(s) = admin.status().await {
@@ -564,92 +564,9 @@ async fn wait_for_leader(admin: &Client) -> anyhow::Result<u64> {
     }
 }
 
-async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
-    let exe = super::bench_cluster::find_raftlockd(a.raftlockd.as_deref())?;
-    let mut cluster = super::bench_cluster::start(exe).await?;
-    let endpoints = cluster.endpoints();
-    let admin = Client::connect(&endpoints).await?;
-    wait_for_leader(&admin)
-        .await
-        .with_context(|| format!("node logs in {}", cluster.dir().display()))?;
-    // Microseconds since `base` at which the latest-started acquire that
-    // succeeded was sent: an acquire sent after a kill can only be granted
-    // by a new leader (a reply already in flight when the leader died
-    // cannot pass for a recovery).
-    let base = Instant::now();
-    let last_ok = Arc::new(AtomicU64::new(0));
-    // Workers run until the last kill has been recovered from, even past
-    // --duration, so a late kill is not mistaken for an outage.
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut workers = Vec::new();
-    let start = Arc::new(tokio::sync::Barrier::new(a.clients + 1));
-    let options = raftlock_client::Options {
-        pipeline: !a.unary,
-        ..Default::default()
-    };
-    for w in 0..a.clients {
-        let client = Client::connect_with(&endpoints, options.clone()).await?;
-        let session = client.session(a.ttl).await?;
-        let worker = Worker {
-            id: w,
-            prefix: format!("failover/{run}"),
-            keys: Picker::Uniform(a.keys.max(1)),
-            hold: None,
-            stop: stop.clone(),
-            budget: None,
-            acquired: Some((base, last_ok.clone())),
-        };
-        let start = start.clone();
-        workers.push(tokio::spawn(async move {
-            start.wait().await;
-            worker.run(session).await
-        }));
-    }
-    let began = Instant::now();
-    start.wait().await;
-    let end = began + a.duration;
-    let mut recoveries = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
-    let (mut kills, mut unrecovered) = (0u64, 0u64);
-    while Instant::now() + a.kill_every < end {
-        tokio::time::sleep(a.kill_every).await;
-        let victim = wait_for_leader(&admin).await?;
-        // The kill returns once the process is reaped: dead from here on.
-        cluster.kill(victim);
-        let killed = Instant::now();
-        let killed_at = killed.duration_since(base).as_micros() as u64;
-        kills += 1;
-        let deadline = killed + Duration::from_secs(30);
-        loop {
-            if last_ok.load(Ordering::SeqCst) > killed_at {
-                let _ = recoveries.record(killed.elapsed().as_micros().max(1) as u64);
-                break;
-            }
-            if Instant::now() > deadline {
-                unrecovered += 1;
-                eprintln!("no successful acquire within 30 s of killing node {victim}");
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        // Back on its data dir, as a supervisor would restart it.
-        cluster.start_node(victim)?;
-    }
-    tokio::time::sleep_until(end.into()).await;
-    stop.store(true, Ordering::SeqCst);
-    Ok(RunResult {
-        failover: Some(FailoverFigures {
-            kills,
-            recovered: recoveries.len(),
-            recovery_p50_ms: ms(&recoveries, 0.5),
-            recovery_max_ms: recoveries.max() as f64 / 1000.0,
-        }),
-        ..summarize(a, run, workers, began, unrecovered).await?
-    })
-}
-
 /// Draws lock names (as numbers `0..keys`).
 #[derive(Clone, Copy)]
-enum Picker {
+pub(super) enum Picker {
     Uniform(usize),
     Zipf(rand_distr::Zipf<f64>),
 }
@@ -666,23 +583,23 @@ impl Picker {
 
 /// One bench client: acquire + release (holding `hold` between) on random
 /// names `prefix/0..keys` until `stop`.
-struct Worker {
-    id: usize,
-    prefix: String,
-    keys: Picker,
-    hold: Option<Duration>,
-    stop: Arc<AtomicBool>,
+pub(super) struct Worker {
+    pub(super) id: usize,
+    pub(super) prefix: String,
+    pub(super) keys: Picker,
+    pub(super) hold: Option<Duration>,
+    pub(super) stop: Arc<AtomicBool>,
     /// `--ops`: ops not yet taken by any worker.
-    budget: Option<Arc<AtomicU64>>,
+    pub(super) budget: Option<Arc<AtomicU64>>,
     /// For failover: records, as microseconds since the `Instant`, when the
     /// latest-sent acquire that succeeded was sent.
-    acquired: Option<(Instant, Arc<AtomicU64>)>,
+    pub(super) acquired: Option<(Instant, Arc<AtomicU64>)>,
 }
 
 impl Worker {
     /// Runs until stopped; the latency histogram, errors, and whether the
     /// session was lost.
-    async fn run(self, session: raftlock_client::Session) -> (Histogram<u64>, u64, u64) {
+    pub(super) async fn run(self, session: raftlock_client::Session) -> (Histogram<u64>, u64, u64) {
         let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("valid bounds");
         let mut errors = 0u64;
         let mut rng = rand::rngs::StdRng::from_entropy();

@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_cluster;
+mod bench_failover;
 mod bench_scale;
 mod describe;
 mod elect;

@@ -3,6 +3,10 @@
 //! the step (tokens, reply against state, events against the state change,
 //! refusals change nothing, sequenced duplicates run nothing, snapshot and
 //! backup round trips, replay from the previous snapshot).
+//!
+//! This file is longer than 800 lines because every check of one step lives
+//! beside `checked_apply`, which runs them all: a check kept elsewhere is a
+//! check some property test forgets to call.
 
 use raftlock_proto::limits;
 use raftlock_store::backup;

@@ -102,10 +102,11 @@ struct Expected {
 
 /// Writes the fixture with an old (sled) raftlockd:
 /// `RAFTLOCK_OLD_RAFTLOCKD=/path/to/old/raftlockd cargo test -p raftlock-tests
-/// --test t16_migration make_sled_fixture -- --ignored`.
+/// --test cluster migration::make_sled_fixture -- --ignored`.
 #[tokio::test]
 #[ignore]
 async fn make_sled_fixture() {
+    let _serial = raftlock_tests::exclusive();
     let old = PathBuf::from(std::env::var("RAFTLOCK_OLD_RAFTLOCKD").unwrap());
     let out = fixture();
     let _ = std::fs::remove_dir_all(&out);
@@ -157,6 +158,7 @@ async fn make_sled_fixture() {
 
 #[tokio::test]
 async fn a_data_dir_of_the_sled_release_migrates_and_serves_its_locks() {
+    let _serial = raftlock_tests::exclusive();
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("node");
     copy_dir(&fixture().join("node"), &dir);

@@ -13,6 +13,7 @@ use std::process::Command;
 
 #[test]
 fn the_python_client_passes_its_tests_against_real_clusters() {
+    let _serial = raftlock_tests::exclusive();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("workspace root")

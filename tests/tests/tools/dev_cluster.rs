@@ -94,6 +94,7 @@ fn printed<'a>(lines: &'a [String], var: &str) -> &'a str {
 
 #[tokio::test]
 async fn dev_tls_auth_runs_a_secured_cluster() {
+    let _serial = raftlock_tests::exclusive();
     let (dev, lines) = start_dev(&["--tls", "--auth"]).await;
     let endpoints: Vec<String> = printed(&lines, "RAFTLOCK_ENDPOINTS")
         .split(',')
@@ -146,6 +147,7 @@ fn node_logs(dir: &std::path::Path) -> String {
 
 #[tokio::test]
 async fn dev_prints_usable_endpoints_and_stops_cleanly() {
+    let _serial = raftlock_tests::exclusive();
     let (dev, lines) = start_dev(&["--nodes", "3"]).await;
     let endpoints = lines
         .iter()

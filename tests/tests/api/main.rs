@@ -1,0 +1,10 @@
+//! The API as clients use it: exactly-once requests, the Rust client, pipelining, typed error reasons, the examples and the Python client.
+//!
+//! One test binary per area; each module is one topic.
+
+mod client;
+mod exactly_once;
+mod examples;
+mod pipeline;
+mod python_client;
+mod reasons;

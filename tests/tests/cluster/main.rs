@@ -1,0 +1,11 @@
+//! Clusters of real processes: replication, snapshots, restarts (kill -9 and power loss), graceful stops, membership changes, backups and the sled migration.
+//!
+//! One test binary per area; each module is one topic.
+
+mod backup;
+mod graceful;
+mod membership;
+mod migration;
+mod replication;
+mod restart;
+mod snapshots;

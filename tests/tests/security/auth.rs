@@ -1,0 +1,195 @@
+//! Bearer-token and certificate identities, per-prefix rights, session ownership and force-release.
+
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn identities_rights_and_session_ownership_are_enforced() {
+    let dir = tempfile::tempdir().unwrap();
+    let auth = auth_file(dir.path());
+    let auth = auth.display().to_string();
+    let cluster = Cluster::start_secure(
+        3,
+        &["--auth-file", &auth],
+        Access {
+            token: Some("token-root".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let leader = leader_addr(&cluster).await;
+
+    // No token, or an unknown one: UNAUTHENTICATED, with what to send.
+    for token in [None, Some("token-x")] {
+        let access = raw_as(&cluster, token);
+        let e = SessionClient::new(access.channel(&leader).await.unwrap())
+            .create(access.request(CreateSessionRequest {
+                ttl_ms: 5_000,
+                client_name: "anon".into(),
+                ..Default::default()
+            }))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::Unauthenticated, "{e:?}");
+        assert_eq!(reason::of(&e), Some(Reason::Unauthenticated), "{e:?}");
+        println!("token {token:?}: {}", e.message());
+    }
+
+    let a = client_as(&cluster, "token-a").await;
+    let b = client_as(&cluster, "token-b").await;
+    let root = client_as(&cluster, "token-root").await;
+    let sa = a.session(Duration::from_secs(10)).await.unwrap();
+    let sb = b.session(Duration::from_secs(10)).await.unwrap();
+
+    // a has no right under team-b/.
+    match sa.lock("team-b/x").try_acquire().await {
+        Err(Error::PermissionDenied(m)) => {
+            assert!(m.contains("team-b/x") && m.contains("team-a/"), "{m}")
+        }
+        Err(e) => panic!("expected PERMISSION_DENIED, got {e:?}"),
+        Ok(_) => panic!("expected PERMISSION_DENIED, got the lock"),
+    }
+    let gbx = sb.lock("team-b/x").try_acquire().await.unwrap().unwrap();
+    let job = sb.lock("team-a/job").try_acquire().await.unwrap().unwrap();
+
+    // a cannot use b's session, even on a name a may lock.
+    let access_a = raw_as(&cluster, Some("token-a"));
+    let e = LockClient::new(access_a.channel(&leader).await.unwrap())
+        .release(access_a.request(ReleaseRequest {
+            session_id: sb.id(),
+            name: "team-a/job".into(),
+            token: job.token(),
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+    assert_eq!(reason::of(&e), Some(Reason::PermissionDenied), "{e:?}");
+    assert!(e.message().contains("another identity"), "{}", e.message());
+    let e = LockClient::new(access_a.channel(&leader).await.unwrap())
+        .acquire(access_a.request(AcquireRequest {
+            session_id: sb.id(),
+            name: "team-a/other".into(),
+            request_id: uuid(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+    // Nor close it, nor keep it alive.
+    let e = SessionClient::new(access_a.channel(&leader).await.unwrap())
+        .close(access_a.request(CloseSessionRequest {
+            session_id: sb.id(),
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
+    // A session id nobody has created yet is refused, so a guessed future
+    // id cannot be used once someone else gets it.
+    let e = LockClient::new(access_a.channel(&leader).await.unwrap())
+        .acquire(access_a.request(AcquireRequest {
+            session_id: 1 << 40,
+            name: "team-a/other".into(),
+            request_id: uuid(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound, "{e:?}");
+
+    // Nor force-release it: that takes the admin right.
+    match a.force_release("team-a/job").await {
+        Err(Error::PermissionDenied(m)) => assert!(m.contains("admin"), "{m}"),
+        other => panic!("expected PERMISSION_DENIED, got {other:?}"),
+    }
+    match a.transfer_leader(0).await {
+        Err(Error::PermissionDenied(_)) => {}
+        other => panic!("expected PERMISSION_DENIED, got {other:?}"),
+    }
+
+    // a queues for team-a/job; root frees it by force: a is granted in the
+    // same entry, with a larger token, and b's old token is refused.
+    let waiter = {
+        let sa = sa.clone();
+        tokio::spawn(async move {
+            sa.lock("team-a/job")
+                .timeout(Duration::from_secs(10))
+                .acquire()
+                .await
+        })
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while root
+        .describe("team-a/job")
+        .await
+        .unwrap()
+        .waiters
+        .is_empty()
+    {
+        assert!(tokio::time::Instant::now() < deadline, "a never queued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (taken, granted) = root.force_release("team-a/job").await.unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].token, job.token());
+    assert_eq!(granted.len(), 1);
+    assert!(granted[0].token > job.token());
+    let ga = waiter.await.unwrap().unwrap();
+    assert_eq!(ga.token(), granted[0].token);
+    assert!(root.validate("team-a/job", ga.token()).await.unwrap().valid);
+    assert!(
+        !root
+            .validate("team-a/job", job.token())
+            .await
+            .unwrap()
+            .valid
+    );
+    match job.release().await {
+        Err(Error::NotHolder(_)) => {}
+        other => panic!("the old holder's release must be refused, got {other:?}"),
+    }
+    assert!(cluster
+        .logs()
+        .contains("lock force-released by an administrator"));
+
+    // a sees only names it may read.
+    let names: Vec<String> = a
+        .list("")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| l.name)
+        .collect();
+    assert_eq!(names, vec!["team-a/job".to_owned()]);
+    let all = root.list("").await.unwrap();
+    assert_eq!(all.len(), 2);
+
+    // The CLI: without a token it says what is missing; with root's token
+    // (from RAFTLOCK_AUTH_TOKEN) it frees a lock.
+    let cli = |token: Option<&str>, args: &[&str]| {
+        let mut cmd = std::process::Command::new(binary("raftlock"));
+        cmd.env("RAFTLOCK_ENDPOINTS", cluster.endpoints().join(","))
+            .env_remove("RAFTLOCK_AUTH_TOKEN")
+            .args(args);
+        if let Some(t) = token {
+            cmd.env("RAFTLOCK_AUTH_TOKEN", t);
+        }
+        cmd.output().expect("raftlock runs")
+    };
+    let out = cli(None, &["status"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not authenticated"));
+    let out = cli(Some("token-a"), &["force-release", "team-b/x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("permission denied"));
+    let out = cli(Some("token-root"), &["force-release", "team-b/x"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "taken from session {} (token {})",
+            sb.id(),
+            gbx.token()
+        )),
+        "{text}"
+    );
+    ga.release().await.unwrap();
+}

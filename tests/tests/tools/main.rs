@@ -1,0 +1,9 @@
+//! The tools: `raftlockd dev`, the `raftlock` CLI and `raftlock bench`.
+//!
+//! One test binary per area; each module is one topic.
+
+mod bench_counters;
+mod bench_failover;
+mod bench_scale;
+mod cli;
+mod dev_cluster;
