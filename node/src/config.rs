@@ -1,13 +1,17 @@
-//! `raftlockd` configuration: command-line flags, each with an environment
-//! variable fallback (`RAFTLOCK_*`), over an optional TOML file
-//! (`--config`), over defaults. Flags win over the environment, which wins
-//! over the file.
+//! `raftlockd` configuration, layered with figment: defaults (written once,
+//! in [`Settings::default`]), then the TOML file (`--config`), then
+//! `RAFTLOCK_*` environment variables, then command-line flags; each layer
+//! wins over the ones before. `raftlockd --print-config` shows the result
+//! with where every value came from.
 
 pub use crate::error::ConfigError;
 use clap::Args;
-use serde::Deserialize;
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::value::{Dict, Map};
+use figment::{Figment, Metadata, Profile, Provider};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Default lowest election timeout: a dead leader is replaced after 0.9 to
@@ -16,90 +20,115 @@ use std::time::Duration;
 pub const DEFAULT_ELECTION_TIMEOUT_MS: u64 = 300;
 
 /// Flags of a node.
-#[derive(Args, Clone, Debug, Default)]
+#[derive(Args, Clone, Debug, Default, Serialize)]
 pub struct NodeArgs {
     /// TOML file with any of the settings below (keys as the flags, with
     /// underscores: `data_dir = "/var/lib/raftlock"`).
     #[arg(long, env = "RAFTLOCK_CONFIG")]
+    #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// Print the effective configuration, with where each value came from
+    /// (default, config file, environment variable or flag), and exit.
+    #[arg(long)]
+    #[serde(skip)]
+    pub print_config: bool,
     /// This node's id (a positive integer unique in the cluster).
-    #[arg(long, env = "RAFTLOCK_ID")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<u64>,
     /// Take the id from the host name's trailing number plus one
     /// (`raftlock-0` is node 1): a Kubernetes StatefulSet's pod ordinal.
-    #[arg(long, env = "RAFTLOCK_ID_FROM_HOSTNAME", conflicts_with = "id")]
+    #[arg(long, conflicts_with = "id")]
+    #[serde(skip_serializing_if = "is_false")]
     pub id_from_hostname: bool,
     /// Where the node keeps its Raft log and snapshots.
-    #[arg(long, env = "RAFTLOCK_DATA_DIR")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub data_dir: Option<PathBuf>,
     /// Address for clients to connect to [default: 127.0.0.1:7000].
-    #[arg(long, env = "RAFTLOCK_LISTEN_CLIENT")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub listen_client: Option<String>,
     /// Address for peer (Raft) traffic [default: 127.0.0.1:7100].
-    #[arg(long, env = "RAFTLOCK_LISTEN_PEER")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub listen_peer: Option<String>,
     /// Client address other nodes hand to clients [default: --listen-client].
-    #[arg(long, env = "RAFTLOCK_ADVERTISE_CLIENT")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub advertise_client: Option<String>,
     /// Peer address other nodes use to reach this one [default: --listen-peer].
-    #[arg(long, env = "RAFTLOCK_ADVERTISE_PEER")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub advertise_peer: Option<String>,
     /// Members for a first start: `1=peer_host:port/client_host:port,2=...`
     /// (the `/client` part may be left out when it is the peer address with
     /// the port lowered by 100). Used only when the data dir is empty; later
     /// starts recover from the data dir.
-    #[arg(long, env = "RAFTLOCK_INITIAL_CLUSTER")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub initial_cluster: Option<String>,
     /// Raft heartbeat interval in ms [default: 100].
-    #[arg(long, env = "RAFTLOCK_HEARTBEAT_MS")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub heartbeat_ms: Option<u64>,
     /// Lowest election timeout in ms [default: 300]; the highest is twice
     /// it. A follower that has seen a leader waits the highest timeout
     /// (the leader's lease) plus a random one before it stands, so a dead
     /// leader is replaced after 3 to 4 times this.
-    #[arg(long, env = "RAFTLOCK_ELECTION_TIMEOUT_MS")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub election_timeout_ms: Option<u64>,
     /// Entries between snapshots [default: 10000].
-    #[arg(long, env = "RAFTLOCK_SNAPSHOT_EVERY")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot_every: Option<u64>,
     /// Most commands the leader groups into one log entry (group commit:
     /// one append and one fsync for all) [default: 1024; 1 turns grouping
     /// off; at most 65536].
-    #[arg(long, env = "RAFTLOCK_MAX_BATCH_COMMANDS")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_batch_commands: Option<usize>,
     /// Log entries the leader has proposed and not yet applied at once
     /// [default: 2; at most 64]. Commands that arrive meanwhile wait to
     /// form the next entry; an entry of more than a few commands waits
     /// until none is in flight, so load forms fewer, larger entries.
-    #[arg(long, env = "RAFTLOCK_PROPOSALS_IN_FLIGHT")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub proposals_in_flight: Option<usize>,
     /// How a leader's fsync and its followers' are ordered [default:
     /// parallel]: `parallel` replicates an entry while the leader writes
     /// it, so a commit waits for one fsync in series (no commit is visible
     /// before the leader's copy is durable); `serial` writes it first, as
     /// openraft alone does, for comparisons.
-    #[arg(long, env = "RAFTLOCK_LEADER_FLUSH", value_enum)]
+    #[arg(long, value_enum)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub leader_flush: Option<LeaderFlush>,
     /// Fault injection, never for production: keep the log's writes in
     /// memory until they are synced, so that killing the node loses what a
     /// power loss would (for power-loss drills and tests).
-    #[arg(long, env = "RAFTLOCK_FAULT_LOSE_UNSYNCED", hide = true)]
+    #[arg(long, hide = true)]
+    #[serde(skip_serializing_if = "is_false")]
     pub fault_lose_unsynced: bool,
     /// Log format: text or json [default: text].
-    #[arg(long, env = "RAFTLOCK_LOG_FORMAT")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub log_format: Option<String>,
     /// Log filter, e.g. `info` or `debug,openraft=info` [default:
     /// RUST_LOG, else `info,openraft=warn`].
-    #[arg(long, env = "RAFTLOCK_LOG_LEVEL")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub log_level: Option<String>,
     /// Address of the HTTP admin listener: /metrics (Prometheus), /health
     /// and /ready [default: none, no listener].
-    #[arg(long, env = "RAFTLOCK_LISTEN_METRICS")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub listen_metrics: Option<String>,
     /// Turns authentication on: a TOML file of roles and identities (bearer
     /// token hashes, client certificate names); see docs/security.md
     /// [default: off, every caller may do everything].
-    #[arg(long, env = "RAFTLOCK_AUTH_FILE")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub auth_file: Option<PathBuf>,
     #[command(flatten)]
     #[allow(missing_docs)]
@@ -110,7 +139,7 @@ pub struct NodeArgs {
 }
 
 /// How a leader orders its own fsync and its followers' (`--leader-flush`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum LeaderFlush {
     /// Replicate while writing: one fsync in series per commit.
@@ -119,31 +148,166 @@ pub enum LeaderFlush {
     Serial,
 }
 
-/// The file form of [`NodeArgs`].
-#[derive(Deserialize, Default, Debug)]
-#[serde(deny_unknown_fields)]
-struct FileConfig {
-    id: Option<u64>,
-    data_dir: Option<PathBuf>,
-    listen_client: Option<String>,
-    listen_peer: Option<String>,
-    advertise_client: Option<String>,
-    advertise_peer: Option<String>,
-    initial_cluster: Option<String>,
-    heartbeat_ms: Option<u64>,
-    election_timeout_ms: Option<u64>,
-    snapshot_every: Option<u64>,
-    max_batch_commands: Option<usize>,
-    proposals_in_flight: Option<usize>,
-    leader_flush: Option<LeaderFlush>,
-    log_format: Option<String>,
-    log_level: Option<String>,
-    listen_metrics: Option<String>,
-    auth_file: Option<PathBuf>,
-    #[serde(default)]
-    tls: crate::tls::TlsArgs,
-    #[serde(default)]
-    limits: crate::limits::LimitArgs,
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Every setting of a node, each with its default: the one place defaults
+/// are written. The config file has the same keys (`[tls]` and `[limits]`
+/// as tables); each key is also a flag (`--data-dir`) and an environment
+/// variable (`RAFTLOCK_DATA_DIR`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// This node's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    /// Take the id from the host name's trailing number plus one.
+    pub id_from_hostname: bool,
+    /// Where the node keeps its Raft log and snapshots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<PathBuf>,
+    /// Client listener.
+    pub listen_client: String,
+    /// Peer listener.
+    pub listen_peer: String,
+    /// Advertised client address (default: the client listener).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advertise_client: Option<String>,
+    /// Advertised peer address (default: the peer listener).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advertise_peer: Option<String>,
+    /// Members for a first start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initial_cluster: Option<String>,
+    /// Raft heartbeat interval, ms.
+    pub heartbeat_ms: u64,
+    /// Lowest election timeout, ms.
+    pub election_timeout_ms: u64,
+    /// Entries between snapshots.
+    pub snapshot_every: u64,
+    /// Most commands per log entry.
+    pub max_batch_commands: usize,
+    /// Entries proposed and not yet applied at once.
+    pub proposals_in_flight: usize,
+    /// How a leader's fsync and its followers' are ordered.
+    pub leader_flush: LeaderFlush,
+    /// Fault injection: log writes stay in memory until synced.
+    pub fault_lose_unsynced: bool,
+    /// `text` or `json`.
+    pub log_format: String,
+    /// Log filter (none: RUST_LOG or `info,openraft=warn`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<String>,
+    /// HTTP admin listener, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen_metrics: Option<String>,
+    /// Auth file (authentication on), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth_file: Option<PathBuf>,
+    /// TLS material.
+    pub tls: crate::tls::TlsArgs,
+    /// Limits against exhaustion.
+    pub limits: crate::limits::Limits,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            id: None,
+            id_from_hostname: false,
+            data_dir: None,
+            listen_client: "127.0.0.1:7000".into(),
+            listen_peer: "127.0.0.1:7100".into(),
+            advertise_client: None,
+            advertise_peer: None,
+            initial_cluster: None,
+            heartbeat_ms: 100,
+            election_timeout_ms: DEFAULT_ELECTION_TIMEOUT_MS,
+            snapshot_every: 10_000,
+            max_batch_commands: crate::batch::MAX_BATCH,
+            proposals_in_flight: crate::batch::IN_FLIGHT,
+            leader_flush: LeaderFlush::Parallel,
+            fault_lose_unsynced: false,
+            log_format: "text".into(),
+            log_level: None,
+            listen_metrics: None,
+            auth_file: None,
+            tls: Default::default(),
+            limits: Default::default(),
+        }
+    }
+}
+
+/// A provider under the name `--print-config` shows for it.
+struct Named<P> {
+    name: String,
+    inner: P,
+}
+
+impl<P: Provider> Provider for Named<P> {
+    fn metadata(&self) -> Metadata {
+        // Errors name a key as the layer spells it, without figment's
+        // profile: `RAFTLOCK_HEARTBEAT_MS`, `--heartbeat-ms`, `heartbeat_ms`.
+        let layer = self.name.clone();
+        Metadata::named(self.name.clone()).interpolater(move |_: &Profile, path: &[&str]| {
+            let leaf = path.last().copied().unwrap_or_default();
+            match layer.as_str() {
+                ENVIRONMENT => format!("RAFTLOCK_{}", leaf.to_uppercase()),
+                FLAGS => format!("--{}", leaf.replace('_', "-")),
+                _ => path.join("."),
+            }
+        })
+    }
+    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
+        self.inner.data()
+    }
+}
+
+const DEFAULTS: &str = "default";
+const ENVIRONMENT: &str = "environment";
+const FLAGS: &str = "flag";
+
+/// Every setting as (name, key path), in the order of the flags: the name
+/// (`max_wait_ms`) is what its flag and environment variable are called
+/// after, the path (`limits.max_wait_ms`) where it sits in the file.
+fn setting_paths() -> Vec<(String, String)> {
+    let ids = |cmd: clap::Command| -> Vec<String> {
+        cmd.get_arguments()
+            .map(|a| a.get_id().to_string())
+            .collect()
+    };
+    let tls = ids(crate::tls::TlsArgs::augment_args(clap::Command::new("tls")));
+    let limits = ids(crate::limits::LimitArgs::augment_args(clap::Command::new(
+        "limits",
+    )));
+    ids(NodeArgs::augment_args(clap::Command::new("node")))
+        .into_iter()
+        .filter(|id| id != "config" && id != "print_config")
+        .map(|id| {
+            let path = if tls.contains(&id) {
+                format!("tls.{id}")
+            } else if limits.contains(&id) {
+                format!("limits.{id}")
+            } else {
+                id.clone()
+            };
+            (id, path)
+        })
+        .collect()
+}
+
+/// `RAFTLOCK_*` variables that name a setting; others (the CLI's
+/// `RAFTLOCK_ENDPOINTS`, say) are not this program's.
+fn environment() -> Env {
+    let paths: BTreeMap<String, String> = setting_paths().into_iter().collect();
+    let known = paths.clone();
+    Env::prefixed("RAFTLOCK_")
+        .filter(move |k| known.contains_key(&k.as_str().to_ascii_lowercase()))
+        .map(move |k| {
+            let name = k.as_str().to_ascii_lowercase();
+            paths.get(&name).cloned().unwrap_or(name).into()
+        })
 }
 
 pub use raftlock_proto::cluster::InitialMember;
@@ -212,14 +376,98 @@ pub struct NodeConfig {
 }
 
 impl NodeArgs {
-    /// Merges flags, environment (already folded into the flags by clap),
-    /// the config file and defaults, and checks the result.
+    /// The layers, in order: defaults, the config file, the environment,
+    /// the flags.
+    pub fn figment(&self) -> Result<Figment, ConfigError> {
+        let mut f = Figment::new().merge(Named {
+            name: DEFAULTS.into(),
+            inner: Serialized::defaults(Settings::default()),
+        });
+        if let Some(path) = &self.config {
+            // figment skips a missing file; a file named on purpose must exist.
+            std::fs::metadata(path).map_err(|e| ConfigError::File {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            })?;
+            f = f.merge(Named {
+                name: format!("config file {}", path.display()),
+                inner: Toml::file_exact(path),
+            });
+        }
+        Ok(f.merge(Named {
+            name: ENVIRONMENT.into(),
+            inner: environment(),
+        })
+        .merge(Named {
+            name: FLAGS.into(),
+            inner: Serialized::defaults(self),
+        }))
+    }
+
+    /// The merged settings, before they are checked.
+    pub fn settings(&self) -> Result<Settings, ConfigError> {
+        self.figment()?
+            .extract()
+            .map_err(|e| ConfigError::Layers(e.to_string()))
+    }
+
+    /// Merges the layers and checks the result.
     pub fn resolve(&self) -> Result<NodeConfig, ConfigError> {
-        let file = match &self.config {
-            Some(path) => read_file(path)?,
-            None => FileConfig::default(),
+        self.settings()?.resolve()
+    }
+
+    /// The effective configuration as TOML, each value commented with the
+    /// layer it came from (`--print-config`).
+    pub fn print_config(&self) -> Result<String, ConfigError> {
+        let figment = self.figment()?;
+        let settings: Settings = figment
+            .extract()
+            .map_err(|e| ConfigError::Layers(e.to_string()))?;
+        let value =
+            toml::Value::try_from(&settings).map_err(|e| ConfigError::Layers(e.to_string()))?;
+        let empty = toml::Table::new();
+        let table = value.as_table().unwrap_or(&empty);
+        let source = |path: &str, leaf: &str| -> String {
+            match figment.find_metadata(path).map(|m| m.name.to_string()) {
+                Some(n) if n == ENVIRONMENT => {
+                    format!("environment RAFTLOCK_{}", leaf.to_uppercase())
+                }
+                Some(n) if n == FLAGS => format!("flag --{}", leaf.replace('_', "-")),
+                Some(n) => n,
+                None => DEFAULTS.into(),
+            }
         };
-        let id = match (self.id.or(file.id), self.id_from_hostname) {
+        let mut sections: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, path) in setting_paths() {
+            let (section, key) = path.split_once('.').unwrap_or(("", &path));
+            let value = match section {
+                "" => table.get(key),
+                s => table.get(s).and_then(|t| t.get(key)),
+            };
+            let line = match value {
+                Some(v) => format!("{key} = {v}  # {}", source(&path, &name)),
+                None => format!("# {key}: not set"),
+            };
+            sections.entry(section.to_owned()).or_default().push(line);
+        }
+        let mut out = String::new();
+        for (section, lines) in sections {
+            if !section.is_empty() {
+                out.push_str(&format!("\n[{section}]\n"));
+            }
+            for l in lines {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Settings {
+    /// Checks merged settings and turns them into a node's configuration.
+    pub fn resolve(self) -> Result<NodeConfig, ConfigError> {
+        let id = match (self.id, self.id_from_hostname) {
             (Some(id), _) => id,
             (None, true) => id_from_hostname(&hostname()?)?,
             (None, false) => return Err(ConfigError::Missing("--id")),
@@ -230,33 +478,15 @@ impl NodeArgs {
                 reason: "node ids start at 1".into(),
             });
         }
-        let data_dir = self
-            .data_dir
-            .clone()
-            .or(file.data_dir)
-            .ok_or(ConfigError::Missing("--data-dir"))?;
-        let listen_client = self
-            .listen_client
-            .clone()
-            .or(file.listen_client)
-            .unwrap_or_else(|| "127.0.0.1:7000".into());
-        let listen_peer = self
-            .listen_peer
-            .clone()
-            .or(file.listen_peer)
-            .unwrap_or_else(|| "127.0.0.1:7100".into());
+        let data_dir = self.data_dir.ok_or(ConfigError::Missing("--data-dir"))?;
         let advertise_client = self
             .advertise_client
-            .clone()
-            .or(file.advertise_client)
-            .unwrap_or_else(|| listen_client.clone());
+            .unwrap_or_else(|| self.listen_client.clone());
         let advertise_peer = self
             .advertise_peer
-            .clone()
-            .or(file.advertise_peer)
-            .unwrap_or_else(|| listen_peer.clone());
-        let initial_cluster = match self.initial_cluster.clone().or(file.initial_cluster) {
-            Some(spec) => parse_initial_cluster(&spec)?,
+            .unwrap_or_else(|| self.listen_peer.clone());
+        let initial_cluster = match &self.initial_cluster {
+            Some(spec) => parse_initial_cluster(spec)?,
             None => BTreeMap::new(),
         };
         if !initial_cluster.is_empty() && !initial_cluster.contains_key(&id) {
@@ -265,13 +495,8 @@ impl NodeArgs {
                 reason: format!("does not name this node (id {id})"),
             });
         }
-        let heartbeat =
-            Duration::from_millis(self.heartbeat_ms.or(file.heartbeat_ms).unwrap_or(100));
-        let election_timeout = Duration::from_millis(
-            self.election_timeout_ms
-                .or(file.election_timeout_ms)
-                .unwrap_or(DEFAULT_ELECTION_TIMEOUT_MS),
-        );
+        let heartbeat = Duration::from_millis(self.heartbeat_ms);
+        let election_timeout = Duration::from_millis(self.election_timeout_ms);
         if heartbeat.is_zero() || election_timeout <= heartbeat * 2 {
             return Err(ConfigError::Invalid {
                 setting: "--election-timeout-ms",
@@ -281,10 +506,7 @@ impl NodeArgs {
                 ),
             });
         }
-        let max_batch_commands = self
-            .max_batch_commands
-            .or(file.max_batch_commands)
-            .unwrap_or(crate::batch::MAX_BATCH);
+        let max_batch_commands = self.max_batch_commands;
         if !(1..=raftlock_store::MAX_BATCH_COMMANDS).contains(&max_batch_commands) {
             return Err(ConfigError::Invalid {
                 setting: "--max-batch-commands",
@@ -294,10 +516,7 @@ impl NodeArgs {
                 ),
             });
         }
-        let proposals_in_flight = self
-            .proposals_in_flight
-            .or(file.proposals_in_flight)
-            .unwrap_or(crate::batch::IN_FLIGHT);
+        let proposals_in_flight = self.proposals_in_flight;
         if !(1..=crate::batch::MAX_IN_FLIGHT).contains(&proposals_in_flight) {
             return Err(ConfigError::Invalid {
                 setting: "--proposals-in-flight",
@@ -307,22 +526,17 @@ impl NodeArgs {
                 ),
             });
         }
-        let log_format = self
-            .log_format
-            .clone()
-            .or(file.log_format)
-            .unwrap_or_else(|| "text".into());
-        if log_format != "text" && log_format != "json" {
+        if self.log_format != "text" && self.log_format != "json" {
             return Err(ConfigError::Invalid {
                 setting: "--log-format",
-                reason: format!("{log_format:?} is not text or json"),
+                reason: format!("{:?} is not text or json", self.log_format),
             });
         }
         Ok(NodeConfig {
             id,
             data_dir,
-            listen_client,
-            listen_peer,
+            listen_client: self.listen_client,
+            listen_peer: self.listen_peer,
             advertise_client,
             advertise_peer,
             initial_cluster,
@@ -330,21 +544,15 @@ impl NodeArgs {
             election_timeout,
             max_batch_commands,
             proposals_in_flight,
-            leader_flush: self
-                .leader_flush
-                .or(file.leader_flush)
-                .unwrap_or(LeaderFlush::Parallel),
+            leader_flush: self.leader_flush,
             fault_lose_unsynced: self.fault_lose_unsynced,
-            snapshot_every: self
-                .snapshot_every
-                .or(file.snapshot_every)
-                .unwrap_or(10_000),
-            log_format,
-            log_level: self.log_level.clone().or(file.log_level),
-            listen_metrics: self.listen_metrics.clone().or(file.listen_metrics),
-            auth_file: self.auth_file.clone().or(file.auth_file),
-            tls: self.tls.resolve(&file.tls)?,
-            limits: self.limits.resolve(&file.limits)?,
+            snapshot_every: self.snapshot_every,
+            log_format: self.log_format,
+            log_level: self.log_level,
+            listen_metrics: self.listen_metrics,
+            auth_file: self.auth_file,
+            tls: self.tls.resolve()?,
+            limits: self.limits.check()?,
         })
     }
 }
@@ -375,17 +583,6 @@ pub fn id_from_hostname(host: &str) -> Result<u64, ConfigError> {
             setting: "--id-from-hostname",
             reason: format!("host name {host:?} does not end in -<number>"),
         })
-}
-
-fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
-        path: path.to_owned(),
-        reason: e.to_string(),
-    })?;
-    toml::from_str(&text).map_err(|e| ConfigError::File {
-        path: path.to_owned(),
-        reason: e.to_string(),
-    })
 }
 
 /// Parses `1=host:port/host:port,2=host:port` (the format's one parser
@@ -474,5 +671,85 @@ mod tests {
             ..Default::default()
         };
         assert!(bad.resolve().is_err());
+    }
+
+    // figment's Jail fixes the closure's error type.
+    #[allow(clippy::result_large_err)]
+    #[test]
+    fn each_layer_wins_over_the_one_before_and_says_so() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file(
+                "c.toml",
+                "id = 3\ndata_dir = \"/d\"\nheartbeat_ms = 50\nsnapshot_every = 7\n[limits]\nmax_wait_ms = 1000\n",
+            )?;
+            jail.set_env("RAFTLOCK_HEARTBEAT_MS", 70);
+            jail.set_env("RAFTLOCK_MAX_WAIT_MS", 2000);
+            jail.set_env("RAFTLOCK_ENDPOINTS", "not a setting of the server");
+            let args = NodeArgs {
+                config: Some("c.toml".into()),
+                election_timeout_ms: Some(900),
+                limits: crate::limits::LimitArgs {
+                    max_wait_ms: Some(3000),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let c = args.resolve().expect("valid");
+            assert_eq!(c.id, 3);
+            assert_eq!(c.snapshot_every, 7, "file over default");
+            assert_eq!(c.heartbeat.as_millis(), 70, "environment over file");
+            assert_eq!(c.election_timeout.as_millis(), 900, "flag over default");
+            assert_eq!(
+                c.limits.max_wait_ms, 3000,
+                "flag over environment over file"
+            );
+            let printed = args.print_config().expect("prints");
+            for line in [
+                "id = 3  # config file c.toml",
+                "heartbeat_ms = 70  # environment RAFTLOCK_HEARTBEAT_MS",
+                "election_timeout_ms = 900  # flag --election-timeout-ms",
+                "listen_client = \"127.0.0.1:7000\"  # default",
+                "max_wait_ms = 3000  # flag --max-wait-ms",
+                "# auth_file: not set",
+                "[limits]",
+            ] {
+                assert!(
+                    printed.lines().any(|l| l == line),
+                    "{line:?} missing in:\n{printed}"
+                );
+            }
+            Ok(())
+        });
+    }
+
+    #[allow(clippy::result_large_err)]
+    #[test]
+    fn unknown_keys_and_wrong_types_are_refused_with_their_source() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("c.toml", "id = 1\ndata_dir = \"/d\"\nheartbeat = 5\n")?;
+            let args = NodeArgs {
+                config: Some("c.toml".into()),
+                ..Default::default()
+            };
+            let e = args.resolve().unwrap_err().to_string();
+            assert!(e.contains("heartbeat") && e.contains("c.toml"), "{e}");
+            jail.create_file("c.toml", "id = 1\ndata_dir = \"/d\"\n")?;
+            jail.set_env("RAFTLOCK_HEARTBEAT_MS", "often");
+            let e = args.resolve().unwrap_err().to_string();
+            assert!(
+                e.contains("RAFTLOCK_HEARTBEAT_MS") || e.contains("environment"),
+                "{e}"
+            );
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn a_config_file_named_but_missing_is_an_error() {
+        let args = NodeArgs {
+            config: Some("/nonexistent/raftlock.toml".into()),
+            ..Default::default()
+        };
+        assert!(matches!(args.resolve(), Err(ConfigError::File { .. })));
     }
 }

@@ -128,6 +128,10 @@ pub enum ConfigError {
         /// What is wrong.
         reason: String,
     },
+    /// The layers (file, environment, flags) do not merge into settings:
+    /// a value of the wrong type, an unknown key.
+    #[error("{0}")]
+    Layers(String),
     /// The config file cannot be read.
     #[error("config file {path}: {reason}")]
     File {

@@ -11,52 +11,63 @@ use crate::error::{ConfigError, NodeError};
 use clap::Args;
 use raftlock_proto::limits as hard;
 use raftlock_proto::reason::{self, Reason};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use tonic::Status;
 
 /// Limit flags (also the `[limits]` table of the config file).
-#[derive(Args, Clone, Debug, Default, Deserialize)]
+#[derive(Args, Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitArgs {
     /// Largest gRPC request message on the client port, in bytes [default: 65536].
-    #[arg(long, env = "RAFTLOCK_MAX_REQUEST_BYTES")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_request_bytes: Option<usize>,
     /// Largest total of request headers (gRPC metadata), in bytes [default: 8192].
-    #[arg(long, env = "RAFTLOCK_MAX_METADATA_BYTES")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_metadata_bytes: Option<u32>,
     /// Shortest session TTL a client may ask for, in ms [default: 1000].
-    #[arg(long, env = "RAFTLOCK_MIN_TTL_MS")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub min_ttl_ms: Option<u64>,
     /// Longest session TTL a client may ask for, in ms [default: 600000].
-    #[arg(long, env = "RAFTLOCK_MAX_TTL_MS")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_ttl_ms: Option<u64>,
     /// Longest wait an Acquire or Campaign may ask for, in ms [default: 3600000].
-    #[arg(long, env = "RAFTLOCK_MAX_WAIT_MS")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_wait_ms: Option<u64>,
     /// Most live sessions one authenticated identity may have [default: 10000].
-    #[arg(long, env = "RAFTLOCK_MAX_SESSIONS_PER_IDENTITY")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_sessions_per_identity: Option<u64>,
     /// Most locks one session may hold or wait for at once [default: 10000].
-    #[arg(long, env = "RAFTLOCK_MAX_LOCKS_PER_SESSION")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_locks_per_session: Option<usize>,
     /// Most waiters queued on one lock [default: 10000].
-    #[arg(long, env = "RAFTLOCK_MAX_WAITERS_PER_LOCK")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_waiters_per_lock: Option<usize>,
     /// Most streams (keep-alive and observe) open on one client connection
     /// [default: 10000].
-    #[arg(long, env = "RAFTLOCK_MAX_KEEPALIVE_STREAMS_PER_CONNECTION")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_keepalive_streams_per_connection: Option<usize>,
     /// Most requests in progress on one client connection, streams
     /// included [default: 2000].
-    #[arg(long, env = "RAFTLOCK_MAX_CONCURRENT_REQUESTS_PER_CONNECTION")]
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_concurrent_requests_per_connection: Option<usize>,
 }
 
 /// The limits a node applies.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Largest request message.
     pub max_request_bytes: usize,
@@ -100,47 +111,10 @@ impl Default for Limits {
     }
 }
 
-impl LimitArgs {
-    /// Flags over the file's `[limits]` over defaults, checked against the
-    /// state machine's ceilings.
-    pub fn resolve(&self, file: &LimitArgs) -> Result<Limits, ConfigError> {
-        let d = Limits::default();
-        let l = Limits {
-            max_request_bytes: self
-                .max_request_bytes
-                .or(file.max_request_bytes)
-                .unwrap_or(d.max_request_bytes),
-            max_metadata_bytes: self
-                .max_metadata_bytes
-                .or(file.max_metadata_bytes)
-                .unwrap_or(d.max_metadata_bytes),
-            min_ttl_ms: self.min_ttl_ms.or(file.min_ttl_ms).unwrap_or(d.min_ttl_ms),
-            max_ttl_ms: self.max_ttl_ms.or(file.max_ttl_ms).unwrap_or(d.max_ttl_ms),
-            max_wait_ms: self
-                .max_wait_ms
-                .or(file.max_wait_ms)
-                .unwrap_or(d.max_wait_ms),
-            max_sessions_per_identity: self
-                .max_sessions_per_identity
-                .or(file.max_sessions_per_identity)
-                .unwrap_or(d.max_sessions_per_identity),
-            max_locks_per_session: self
-                .max_locks_per_session
-                .or(file.max_locks_per_session)
-                .unwrap_or(d.max_locks_per_session),
-            max_waiters_per_lock: self
-                .max_waiters_per_lock
-                .or(file.max_waiters_per_lock)
-                .unwrap_or(d.max_waiters_per_lock),
-            max_keepalive_streams_per_connection: self
-                .max_keepalive_streams_per_connection
-                .or(file.max_keepalive_streams_per_connection)
-                .unwrap_or(d.max_keepalive_streams_per_connection),
-            max_concurrent_requests_per_connection: self
-                .max_concurrent_requests_per_connection
-                .or(file.max_concurrent_requests_per_connection)
-                .unwrap_or(d.max_concurrent_requests_per_connection),
-        };
+impl Limits {
+    /// Checks the operator's limits against the state machine's ceilings.
+    pub fn check(self) -> Result<Limits, ConfigError> {
+        let l = self;
         let bad = |setting, reason: String| Err(ConfigError::Invalid { setting, reason });
         if l.max_request_bytes < 1024 {
             return bad("--max-request-bytes", "must be at least 1024".into());
@@ -391,16 +365,17 @@ mod tests {
 
     #[test]
     fn limits_may_only_tighten_the_machine_ceilings() {
-        let args = LimitArgs {
-            max_ttl_ms: Some(hard::MAX_TTL_MS + 1),
+        let wider = Limits {
+            max_ttl_ms: hard::MAX_TTL_MS + 1,
             ..Default::default()
         };
-        assert!(args.resolve(&LimitArgs::default()).is_err());
-        let file = LimitArgs {
-            max_waiters_per_lock: Some(3),
+        assert!(wider.check().is_err());
+        let l = Limits {
+            max_waiters_per_lock: 3,
             ..Default::default()
-        };
-        let l = LimitArgs::default().resolve(&file).unwrap();
+        }
+        .check()
+        .unwrap();
         assert_eq!(l.max_waiters_per_lock, 3);
         assert!(l.check_ttl(500).is_err() && l.check_ttl(5_000).is_ok());
     }

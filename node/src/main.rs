@@ -13,7 +13,11 @@ use raftlock_node::config::NodeArgs;
     name = "raftlockd",
     version,
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  \
+    after_help = "Every setting is a flag, an environment variable and a key of the --config \
+    file: --data-dir, RAFTLOCK_DATA_DIR, data_dir (limits and TLS settings in the file's [limits] \
+    and [tls] tables). Flags win over the environment, which wins over the file, which wins over \
+    the defaults; --print-config shows the result and where each value came from.\n\n\
+    Examples:\n  \
     raftlockd dev                               # a local 3-node cluster\n  \
     raftlockd --id 1 --data-dir /var/lib/raftlock \\\n    \
       --listen-client 0.0.0.0:7000 --listen-peer 0.0.0.0:7100 \\\n    \
@@ -175,6 +179,16 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Restore(args)) => {
             init_logging("text", Some("warn"));
             restore(args).await
+        }
+        None if cli.node.print_config => {
+            print!(
+                "{}",
+                cli.node.print_config().context("invalid configuration")?
+            );
+            // Printed first, so the operator sees what was merged; checked
+            // after, so a bad value still fails the command.
+            cli.node.resolve().context("invalid configuration")?;
+            Ok(())
         }
         None => {
             let config = cli.node.resolve().context("invalid configuration")?;

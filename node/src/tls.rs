@@ -9,32 +9,38 @@
 
 use crate::error::ConfigError;
 use clap::Args;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tonic::transport::{Certificate, ClientTlsConfig, Identity, ServerTlsConfig};
 
 /// TLS flags (also the `[tls]` table of the config file).
-#[derive(Args, Clone, Debug, Default, Deserialize)]
+#[derive(Args, Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TlsArgs {
     /// PEM certificate (chain) served on the client port; turns TLS on there.
-    #[arg(long, env = "RAFTLOCK_TLS_CERT", requires = "tls_key")]
+    #[arg(long, requires = "tls_key")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of --tls-cert.
-    #[arg(long, env = "RAFTLOCK_TLS_KEY", requires = "tls_cert")]
+    #[arg(long, requires = "tls_cert")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_key: Option<PathBuf>,
     /// PEM CA whose client certificates are accepted as identities (their
     /// subject common name is matched against the auth file's `cert_cn`).
-    #[arg(long, env = "RAFTLOCK_TLS_CA", requires = "tls_cert")]
+    #[arg(long, requires = "tls_cert")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_ca: Option<PathBuf>,
     /// PEM certificate this node presents on the peer port and to peers.
-    #[arg(long, env = "RAFTLOCK_PEER_TLS_CERT", requires_all = ["peer_tls_key", "peer_tls_ca"])]
+    #[arg(long, requires_all = ["peer_tls_key", "peer_tls_ca"])]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub peer_tls_cert: Option<PathBuf>,
     /// PEM private key of --peer-tls-cert.
-    #[arg(long, env = "RAFTLOCK_PEER_TLS_KEY", requires = "peer_tls_cert")]
+    #[arg(long, requires = "peer_tls_cert")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub peer_tls_key: Option<PathBuf>,
     /// PEM cluster CA: peers must present certificates it signed.
-    #[arg(long, env = "RAFTLOCK_PEER_TLS_CA", requires = "peer_tls_cert")]
+    #[arg(long, requires = "peer_tls_cert")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub peer_tls_ca: Option<PathBuf>,
 }
 
@@ -74,12 +80,13 @@ fn read_pem(setting: &'static str, path: &Path) -> Result<Vec<u8>, ConfigError> 
 }
 
 impl TlsArgs {
-    /// Flags over the file's `[tls]` table; reads the files.
-    pub fn resolve(&self, file: &TlsArgs) -> Result<Tls, ConfigError> {
-        let pick = |a: &Option<PathBuf>, b: &Option<PathBuf>| a.clone().or(b.clone());
-        let cert = pick(&self.tls_cert, &file.tls_cert);
-        let key = pick(&self.tls_key, &file.tls_key);
-        let ca = pick(&self.tls_ca, &file.tls_ca);
+    /// Checks the settings go together and reads the files.
+    pub fn resolve(&self) -> Result<Tls, ConfigError> {
+        let (cert, key, ca) = (
+            self.tls_cert.clone(),
+            self.tls_key.clone(),
+            self.tls_ca.clone(),
+        );
         let client = match (cert, key) {
             (Some(c), Some(k)) => Some((
                 read_pem("--tls-cert", &c)?,
@@ -95,9 +102,9 @@ impl TlsArgs {
             }
         };
         let peer = match (
-            pick(&self.peer_tls_cert, &file.peer_tls_cert),
-            pick(&self.peer_tls_key, &file.peer_tls_key),
-            pick(&self.peer_tls_ca, &file.peer_tls_ca),
+            self.peer_tls_cert.clone(),
+            self.peer_tls_key.clone(),
+            self.peer_tls_ca.clone(),
         ) {
             (Some(c), Some(k), Some(a)) => Some((
                 read_pem("--peer-tls-cert", &c)?,
