@@ -73,11 +73,13 @@ impl NodeError {
         }
     }
 
-    /// The human message. Refusals whose variant already says what they
-    /// are (denied, exhausted) carry their message without a prefix.
+    /// The human message. Refusals whose code already says what they are
+    /// (invalid, denied, exhausted) carry their message without a prefix.
     pub fn message(&self) -> String {
         match self {
-            NodeError::PermissionDenied(m) | NodeError::ResourceExhausted(m) => m.clone(),
+            NodeError::PermissionDenied(m)
+            | NodeError::ResourceExhausted(m)
+            | NodeError::InvalidArgument(m) => m.clone(),
             other => other.to_string(),
         }
     }
