@@ -11,7 +11,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         out.join("raftlock_descriptor.bin"),
         prost::Message::encode_to_vec(&fds),
     )?;
-    tonic_prost_build::configure().compile_fds(fds)?;
+    tonic_prost_build::configure().compile_fds(fds.clone())?;
+    // serde in the proto3 JSON mapping (lowerCamelCase names, 64-bit
+    // integers as strings, bytes as base64), for the HTTP API; unknown
+    // fields are refused.
+    pbjson_build::Builder::new()
+        .register_descriptors(&prost::Message::encode_to_vec(&fds))?
+        .out_dir(&out)
+        .build(&[".raftlock.v1"])?;
     println!("cargo:rerun-if-changed=proto");
     Ok(())
 }

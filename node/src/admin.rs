@@ -320,6 +320,14 @@ where
     }
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let grpc = req
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+        if !grpc {
+            // The HTTP API counts its own calls (raftlock_http_requests_total).
+            return Box::pin(self.inner.call(req));
+        }
         // "/raftlock.v1.Lock/Acquire" -> "Lock/Acquire"
         let method = req
             .uri()

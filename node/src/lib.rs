@@ -24,6 +24,7 @@ pub mod config;
 pub mod confirm;
 pub mod error;
 pub mod grpc;
+pub mod http;
 pub mod limits;
 pub mod locks;
 pub mod network;

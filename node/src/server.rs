@@ -228,7 +228,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         .build_v1alpha()
         .map_err(|e| StartError::Serve(format!("reflection: {e}")))?;
     let limits = &config.limits;
-    let mut client_builder = keepalive(tonic::transport::Server::builder())
+    let client_builder = keepalive(tonic::transport::Server::builder())
         .http2_max_header_list_size(limits.max_metadata_bytes)
         // The protocol's own bound sits above ours (calls plus keep-alive
         // and observe streams, which stay open), so the per-connection
@@ -238,40 +238,60 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
                 .saturating_add(limits.max_keepalive_streams_per_connection as u32)
                 .saturating_add(64),
         );
-    if let Some(tls) = config.tls.client_server() {
-        client_builder = client_builder
-            .tls_config(tls)
-            .map_err(|e| StartError::Tls(format!("client port: {e}")))?;
-    }
+    // TLS on the client port is ours rather than tonic's, so that it can
+    // offer HTTP/1.1 beside h2 (see Tls::client_acceptor).
+    let tls_acceptor = config
+        .tls
+        .client_acceptor()
+        .map_err(|e| StartError::Tls(format!("client port: {e}")))?;
     let authenticate = Authenticate(auth.clone());
     let max = limits.max_request_bytes;
-    let client_server = client_builder
+    // One port for gRPC and the HTTP/JSON API: requests are routed by path
+    // (gRPC's are /package.Service/Method), so a leader's client address is
+    // where both kinds of client retry.
+    let routes =
+        tonic::service::Routes::from(crate::http::router(locks.clone(), auth.clone(), max))
+            .add_service(health_service)
+            .add_service(reflection_v1)
+            .add_service(reflection_v1alpha)
+            .add_service(InterceptedService::new(
+                SessionServer::new(SessionService::new(locks.clone()))
+                    .max_decoding_message_size(max),
+                authenticate.clone(),
+            ))
+            .add_service(InterceptedService::new(
+                LockServer::new(LockService::new(locks.clone())).max_decoding_message_size(max),
+                authenticate.clone(),
+            ))
+            .add_service(InterceptedService::new(
+                ElectionServer::new(ElectionService::new(locks.clone()))
+                    .max_decoding_message_size(max),
+                authenticate.clone(),
+            ))
+            .add_service(InterceptedService::new(
+                ClusterServer::new(ClusterService::new(node.clone()))
+                    .max_decoding_message_size(max),
+                authenticate,
+            ));
+    let client_router = client_builder
+        .accept_http1(true)
         .layer(crate::admin::GrpcMetricsLayer)
         .layer(ConnectionLimitLayer {
             counts: node.connections.clone(),
             limit: limits.max_concurrent_requests_per_connection,
         })
-        .add_service(health_service)
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
-        .add_service(InterceptedService::new(
-            SessionServer::new(SessionService::new(locks.clone())).max_decoding_message_size(max),
-            authenticate.clone(),
-        ))
-        .add_service(InterceptedService::new(
-            LockServer::new(LockService::new(locks.clone())).max_decoding_message_size(max),
-            authenticate.clone(),
-        ))
-        .add_service(InterceptedService::new(
-            ElectionServer::new(ElectionService::new(locks.clone())).max_decoding_message_size(max),
-            authenticate.clone(),
-        ))
-        .add_service(InterceptedService::new(
-            ClusterServer::new(ClusterService::new(node.clone())).max_decoding_message_size(max),
-            authenticate,
-        ))
-        .serve_with_incoming_shutdown(incoming(client_listener), shutdown(stopped));
-    let servers = vec![tokio::spawn(peer_server), tokio::spawn(client_server)];
+        .add_routes(routes);
+    let client_server = match tls_acceptor {
+        Some(acceptor) => tokio::spawn(client_router.serve_with_incoming_shutdown(
+            tls_incoming(client_listener, acceptor),
+            shutdown(stopped),
+        )),
+        None => tokio::spawn(
+            client_router
+                .serve_with_incoming_shutdown(incoming(client_listener), shutdown(stopped)),
+        ),
+    };
+    let servers = vec![tokio::spawn(peer_server), client_server];
     let handle = crate::admin::recorder();
     tokio::spawn(crate::admin::track(node.clone()));
     if let Some(addr) = &config.listen_metrics {
@@ -311,6 +331,49 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
 /// committed in under 5 ms).
 fn incoming(listener: TcpListener) -> TcpIncoming {
     TcpIncoming::from(listener).with_nodelay(Some(true))
+}
+
+/// Connections of the client port through TLS, handshakes done off the
+/// accept loop (a slow or silent client delays only itself) and bounded
+/// in time. Ends when the server stops taking connections.
+fn tls_incoming(
+    listener: TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+) -> impl futures::Stream<
+    Item = Result<tokio_rustls::server::TlsStream<tokio::net::TcpStream>, std::io::Error>,
+> {
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                a = listener.accept() => a,
+                _ = tx.closed() => return,
+            };
+            let (tcp, remote) = match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of descriptors, say: wait rather than spin.
+                    warn!(error = %e, "client port: accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let _ = tcp.set_nodelay(true);
+            let (acceptor, tx) = (acceptor.clone(), tx.clone());
+            tokio::spawn(async move {
+                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                    Ok(Ok(tls)) => {
+                        let _ = tx.send(Ok(tls)).await;
+                    }
+                    Ok(Err(e)) => {
+                        tracing::debug!(%remote, error = %e, "client port: TLS handshake failed")
+                    }
+                    Err(_) => tracing::debug!(%remote, "client port: TLS handshake timed out"),
+                }
+            });
+        }
+    });
+    tokio_stream::wrappers::ReceiverStream::new(rx)
 }
 
 async fn bind(addr: &str) -> Result<TcpListener, StartError> {

@@ -124,6 +124,51 @@ impl TlsArgs {
 }
 
 impl Tls {
+    /// The client port's TLS acceptor, if TLS is on there. It offers both
+    /// HTTP/2 (gRPC) and HTTP/1.1 (the JSON API: `fetch` and most HTTP
+    /// clients speak 1.1) by ALPN; tonic's own acceptor offers only h2.
+    /// A client certificate signed by `--tls-ca` is asked for, not required.
+    pub fn client_acceptor(&self) -> Result<Option<tokio_rustls::TlsAcceptor>, ConfigError> {
+        use tokio_rustls::rustls::pki_types::pem::PemObject;
+        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        use tokio_rustls::rustls::{server::WebPkiClientVerifier, RootCertStore, ServerConfig};
+        let Some((cert, key, ca)) = &self.client else {
+            return Ok(None);
+        };
+        let bad = |setting: &'static str, e: &dyn std::fmt::Display| ConfigError::Invalid {
+            setting,
+            reason: e.to_string(),
+        };
+        let chain = CertificateDer::pem_slice_iter(cert)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| bad("--tls-cert", &e))?;
+        let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| bad("--tls-key", &e))?;
+        let builder = ServerConfig::builder();
+        let builder = match ca {
+            None => builder.with_no_client_auth(),
+            Some(ca) => {
+                let mut roots = RootCertStore::empty();
+                for c in CertificateDer::pem_slice_iter(ca) {
+                    roots
+                        .add(c.map_err(|e| bad("--tls-ca", &e))?)
+                        .map_err(|e| bad("--tls-ca", &e))?;
+                }
+                let verifier = WebPkiClientVerifier::builder(roots.into())
+                    .allow_unauthenticated()
+                    .build()
+                    .map_err(|e| bad("--tls-ca", &e))?;
+                builder.with_client_cert_verifier(verifier)
+            }
+        };
+        let mut config = builder
+            .with_single_cert(chain, key)
+            .map_err(|e| bad("--tls-cert", &e))?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Some(tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(
+            config,
+        ))))
+    }
+
     /// TLS for the client listener, if configured.
     pub fn client_server(&self) -> Option<ServerTlsConfig> {
         self.client.as_ref().map(|(cert, key, ca)| {

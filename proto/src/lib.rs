@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod cluster;
+pub mod http;
 pub mod limits;
 pub mod reason;
 
@@ -29,6 +30,7 @@ pub mod reason;
 #[allow(missing_docs, clippy::all)]
 pub mod v1 {
     tonic::include_proto!("raftlock.v1");
+    include!(concat!(env!("OUT_DIR"), "/raftlock.v1.serde.rs"));
 }
 
 /// The encoded `FileDescriptorSet` of the API, for gRPC server reflection.

@@ -6,6 +6,8 @@
 
 use raftlock_client::Client;
 pub use raftlock_local::{Access, LocalCluster, Node, Options};
+
+pub mod openapi;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -403,6 +405,78 @@ pub async fn http_get(addr: &str, path: &str) -> std::io::Result<(u16, String)> 
         .map(|(_, b)| b.to_owned())
         .unwrap_or_default();
     Ok((code, body))
+}
+
+/// An answer of the HTTP/JSON API: status, headers (lowercase names), body.
+#[derive(Debug)]
+pub struct HttpAnswer {
+    /// The HTTP status.
+    pub status: u16,
+    /// Headers, names in lowercase.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: String,
+}
+
+impl HttpAnswer {
+    /// The body as JSON (panics with the answer when it is not).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {self:?}"))
+    }
+
+    /// The first value of header `name` (lowercase).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.0 call (the server closes the connection after answering,
+/// so the answer is whatever it sent): `POST path` with `body` as JSON,
+/// plus `headers`. Tests that must send what no well-behaved client would
+/// (a wrong Content-Length, say) write their own bytes.
+pub async fn http_call(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> std::io::Result<HttpAnswer> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    let mut req = format!(
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).await?;
+    s.write_all(body.as_bytes()).await?;
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), s.read_to_end(&mut raw))
+        .await
+        .map_err(|_| std::io::Error::other("no answer in 60 s"))??;
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Ok(HttpAnswer {
+        status,
+        headers,
+        body: body.to_owned(),
+    })
 }
 
 /// The value of the first sample of `name` (with exactly these labels, if

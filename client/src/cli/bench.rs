@@ -65,6 +65,10 @@ pub struct Args {
     /// library's default); for comparing the two.
     #[arg(long)]
     pub(super) unary: bool,
+    /// Lock workloads: go over the HTTP/JSON API (one HTTP/1.1 connection
+    /// per client, to the leader) instead of gRPC; for comparing the two.
+    #[arg(long)]
+    pub(super) http: bool,
     /// Lock names to spread over (contended uses 1).
     #[arg(long, default_value_t = 10_000)]
     pub(super) keys: usize,
@@ -392,6 +396,14 @@ impl RunResult {
     }
 }
 
+/// How a lock workload's worker reaches the cluster.
+enum Via {
+    /// Its session, over gRPC.
+    Grpc(raftlock_client::Session),
+    /// The leader's address, over the HTTP/JSON API.
+    Http(String),
+}
+
 async fn locks(cli: &Cli, endpoints: &[String], a: &Args, run: usize) -> anyhow::Result<RunResult> {
     let keys = if a.workload == Workload::Contended {
         1
@@ -423,9 +435,16 @@ async fn locks(cli: &Cli, endpoints: &[String], a: &Args, run: usize) -> anyhow:
     {
         connections.push(Client::connect_with(endpoints, options.clone()).await?);
     }
+    let http_leader = match a.http {
+        true => Some(connections[0].status().await?.leader_addr),
+        false => None,
+    };
     for w in 0..a.clients {
         let client = &connections[w % connections.len()];
-        let session = client.session(a.ttl).await?;
+        let via = match &http_leader {
+            Some(addr) => Via::Http(addr.clone()),
+            None => Via::Grpc(client.session(a.ttl).await?),
+        };
         let worker = Worker {
             id: w,
             prefix: format!("bench/{run}"),
@@ -436,9 +455,13 @@ async fn locks(cli: &Cli, endpoints: &[String], a: &Args, run: usize) -> anyhow:
             acquired: None,
         };
         let start = start.clone();
+        let ttl = a.ttl;
         workers.push(tokio::spawn(async move {
             start.wait().await;
-            worker.run(session).await
+            match via {
+                Via::Grpc(session) => worker.run(session).await,
+                Via::Http(addr) => super::bench_http::run(worker, addr, ttl).await,
+            }
         }));
     }
     let admin = Client::connect_with(endpoints, super::options(cli)?).await?;
@@ -572,7 +595,7 @@ pub(super) enum Picker {
 }
 
 impl Picker {
-    fn pick(&self, rng: &mut impl Rng) -> u64 {
+    pub(super) fn pick(&self, rng: &mut impl Rng) -> u64 {
         match self {
             Picker::Uniform(keys) => rng.gen_range(0..*keys as u64),
             // Zipf draws 1..=keys; name 0 is the most likely.

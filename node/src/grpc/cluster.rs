@@ -2,6 +2,7 @@
 
 use super::convert::status;
 use crate::auth::caller;
+use crate::error::NodeError;
 use crate::node::Node;
 use openraft::ServerState;
 use raftlock_proto::reason::{self, Reason};
@@ -68,6 +69,56 @@ fn raft_err<E: std::error::Error>(node: &Node, e: openraft::error::RaftError<u64
     }
 }
 
+/// This node's view of the cluster; with `want_counts`, the applied
+/// state's sizes, read linearizably. Shared by gRPC and HTTP.
+pub async fn status_of(node: &Node, want_counts: bool) -> Result<StatusResponse, NodeError> {
+    let m = node.raft.metrics().borrow().clone();
+    let role = match m.state {
+        ServerState::Leader => Role::Leader,
+        ServerState::Follower => Role::Follower,
+        ServerState::Candidate => Role::Candidate,
+        ServerState::Learner => Role::Learner,
+        ServerState::Shutdown => Role::Shutdown,
+    };
+    let (members, learners) = members(node);
+    let mut resp = StatusResponse {
+        node_id: node.id,
+        role: role as i32,
+        term: m.current_term,
+        leader_id: m.current_leader.unwrap_or(0),
+        leader_addr: node.leader_addr().unwrap_or_default(),
+        commit_index: m.last_applied.map(|l| l.index).unwrap_or(0),
+        applied_index: m.last_applied.map(|l| l.index).unwrap_or(0),
+        members,
+        learners,
+        sessions: 0,
+        locks: 0,
+        waiters: 0,
+        log_fsyncs: node.log_stats.fsyncs.load(Ordering::Relaxed),
+        log_entries_flushed: node.log_stats.entries.load(Ordering::Relaxed),
+        proposed_commands: node.batcher.stats().commands.load(Ordering::Relaxed),
+        proposed_entries: node.batcher.stats().entries.load(Ordering::Relaxed),
+        process_cpu_micros: process_cpu_micros(),
+    };
+    if let Some(c) = node
+        .raft
+        .with_raft_state(|s| s.committed.map(|l| l.index))
+        .await
+        .ok()
+        .flatten()
+    {
+        resp.commit_index = c;
+    }
+    if want_counts {
+        node.linearizable().await?;
+        let (sessions, locks, waiters) = node.state.read().machine.counts();
+        resp.sessions = sessions as u64;
+        resp.locks = locks as u64;
+        resp.waiters = waiters as u64;
+    }
+    Ok(resp)
+}
+
 #[tonic::async_trait]
 impl ClusterApi for ClusterService {
     #[tracing::instrument(name = "cluster.status", level = "debug", skip_all, fields(node = self.node.id))]
@@ -75,53 +126,9 @@ impl ClusterApi for ClusterService {
         &self,
         req: Request<StatusRequest>,
     ) -> Result<Response<StatusResponse>, Status> {
-        let want_counts = req.into_inner().linearizable_counts;
-        let m = self.node.raft.metrics().borrow().clone();
-        let role = match m.state {
-            ServerState::Leader => Role::Leader,
-            ServerState::Follower => Role::Follower,
-            ServerState::Candidate => Role::Candidate,
-            ServerState::Learner => Role::Learner,
-            ServerState::Shutdown => Role::Shutdown,
-        };
-        let (members, learners) = members(&self.node);
-        let mut resp = StatusResponse {
-            node_id: self.node.id,
-            role: role as i32,
-            term: m.current_term,
-            leader_id: m.current_leader.unwrap_or(0),
-            leader_addr: self.node.leader_addr().unwrap_or_default(),
-            commit_index: m.last_applied.map(|l| l.index).unwrap_or(0),
-            applied_index: m.last_applied.map(|l| l.index).unwrap_or(0),
-            members,
-            learners,
-            sessions: 0,
-            locks: 0,
-            waiters: 0,
-            log_fsyncs: self.node.log_stats.fsyncs.load(Ordering::Relaxed),
-            log_entries_flushed: self.node.log_stats.entries.load(Ordering::Relaxed),
-            proposed_commands: self.node.batcher.stats().commands.load(Ordering::Relaxed),
-            proposed_entries: self.node.batcher.stats().entries.load(Ordering::Relaxed),
-            process_cpu_micros: process_cpu_micros(),
-        };
-        if let Some(c) = self
-            .node
-            .raft
-            .with_raft_state(|s| s.committed.map(|l| l.index))
-            .await
-            .ok()
-            .flatten()
-        {
-            resp.commit_index = c;
-        }
-        if want_counts {
-            self.node.linearizable().await.map_err(status)?;
-            let (sessions, locks, waiters) = self.node.state.read().machine.counts();
-            resp.sessions = sessions as u64;
-            resp.locks = locks as u64;
-            resp.waiters = waiters as u64;
-        }
-        Ok(Response::new(resp))
+        Ok(Response::new(
+            status_of(&self.node, req.into_inner().linearizable_counts).await?,
+        ))
     }
 
     #[tracing::instrument(name = "cluster.add_learner", skip_all, fields(node = self.node.id))]

@@ -54,6 +54,49 @@ async fn tls_cluster_works_end_to_end_and_peers_refuse_a_foreign_ca() {
     g.release().await.unwrap();
     s.close().await.unwrap();
 
+    // The HTTP/JSON API on the same TLS port, over HTTP/1.1 and HTTP/2
+    // (ALPN offers both), with a token and with the client certificate.
+    let leader = cluster.wait_for_leader(Duration::from_secs(10)).await;
+    let url = format!(
+        "https://{}/v1/cluster/status",
+        cluster.node(leader).client_addr
+    );
+    let ca = ours.join("ca.pem");
+    let curl = |extra: &[&str]| {
+        let out = std::process::Command::new("curl")
+            .args(["-sS", "--max-time", "10", "--cacert"])
+            .arg(&ca)
+            .args(extra)
+            .arg(&url)
+            .output()
+            .expect("curl runs");
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    for version in ["--http1.1", "--http2"] {
+        let body = curl(&[version, "-H", "authorization: Bearer token-root"]);
+        assert!(
+            body.contains("\"nodeId\""),
+            "{version} with a token: {body}"
+        );
+    }
+    let ops_cert = ours.join("ops.pem");
+    let ops_key = ours.join("ops-key.pem");
+    let body = curl(&[
+        "--http1.1",
+        "--cert",
+        ops_cert.to_str().unwrap(),
+        "--key",
+        ops_key.to_str().unwrap(),
+    ]);
+    assert!(
+        body.contains("\"nodeId\""),
+        "with the client certificate: {body}"
+    );
+    assert!(
+        curl(&["--http1.1"]).contains("UNAUTHENTICATED"),
+        "no credentials over HTTP are refused"
+    );
+
     // Plain HTTP/2 to a TLS port, and TLS trusting another CA, both fail.
     let plain = Options {
         deadline: Duration::from_secs(2),

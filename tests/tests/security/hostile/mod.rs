@@ -14,4 +14,5 @@ mod fixtures;
 mod flood;
 mod frames;
 mod h2;
+mod http;
 mod requests;

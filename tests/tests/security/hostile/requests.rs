@@ -78,7 +78,7 @@ fn case(input: impl Into<String>, call: Call, code: Code, says: impl Into<String
 }
 
 impl Case {
-    fn to_follower(mut self) -> Case {
+    fn on_follower(mut self) -> Case {
         self.to = To::Follower;
         self
     }
@@ -170,7 +170,7 @@ async fn bad_requests_are_refused_with_a_reason_and_change_nothing() {
                 InvalidArgument,
                 "must not be empty",
             )
-            .to_follower(),
+            .on_follower(),
             case(
                 "lock name 513 bytes",
                 Describe(DescribeRequest {
@@ -293,7 +293,7 @@ async fn bad_requests_are_refused_with_a_reason_and_change_nothing() {
             InvalidArgument,
             "out of this cluster's range",
         )
-        .to_follower(),
+        .on_follower(),
         case(
             "client_name 257 bytes",
             Create(create(5_000, "c".repeat(257))),

@@ -1,0 +1,315 @@
+//! The HTTP/JSON API, served on the client port beside gRPC: the same
+//! calls, one to one, with the proto3 JSON mapping of the same messages
+//! (`POST /v1/lock/acquire` takes an `AcquireRequest` as JSON and answers an
+//! `AcquireResponse`). Each handler parses the JSON into the protobuf
+//! message, turns it into the lock service's typed request exactly as gRPC
+//! does, calls [`Locks`], and writes the answer back as JSON; refusals are
+//! JSON with the gRPC code name, the machine-readable reason and a message.
+//!
+//! Waiting calls hold the request open up to their timeout. `observe`
+//! streams newline-delimited JSON, or server-sent events when the client
+//! asks for `text/event-stream`. A node that does not lead answers 503 with
+//! the leader's address in the `raftlock-leader` header (the same port
+//! serves HTTP, so the address is the one to retry at).
+
+mod error;
+
+pub use error::HttpError;
+
+use crate::auth::{Authenticator, Caller};
+use crate::grpc::convert::{grant, summary, waiter};
+use crate::locks::{Acquired, Locks};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use futures::StreamExt;
+use raftlock_proto::v1 as pb;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::sync::Arc;
+
+/// What the handlers share.
+#[derive(Clone)]
+struct Api {
+    locks: Locks,
+    auth: Arc<Authenticator>,
+}
+
+/// The HTTP API's routes, for the client port's router. Bodies above
+/// `max_body` bytes are refused with 413.
+pub fn router(locks: Locks, auth: Arc<Authenticator>, max_body: usize) -> Router {
+    let api = Api { locks, auth };
+    Router::new()
+        .route("/v1/session/create", post(create_session))
+        .route("/v1/session/keepalive", post(keep_alive))
+        .route("/v1/session/close", post(close_session))
+        .route("/v1/lock/acquire", post(acquire))
+        .route("/v1/lock/release", post(release))
+        .route("/v1/lock/describe", post(describe))
+        .route("/v1/lock/list", post(list))
+        .route("/v1/lock/validate", post(validate))
+        .route("/v1/lock/force-release", post(force_release))
+        .route("/v1/election/campaign", post(campaign))
+        .route("/v1/election/proclaim", post(proclaim))
+        .route("/v1/election/resign", post(resign))
+        .route("/v1/election/leader", post(leader))
+        .route("/v1/election/observe", post(observe))
+        .route("/v1/cluster/status", get(status).post(status))
+        .fallback(not_found)
+        .layer(axum::extract::DefaultBodyLimit::max(max_body))
+        .layer(axum::middleware::from_fn(count))
+        .with_state(api)
+}
+
+/// Counts calls by route and HTTP status (`raftlock_http_requests_total`);
+/// a path that is no route counts as `other`, so that a scanner cannot
+/// grow the label set.
+async fn count(req: Request, next: axum::middleware::Next) -> Response {
+    let path = raftlock_proto::http::ROUTES
+        .iter()
+        .find(|r| r.path == req.uri().path())
+        .map_or("other", |r| r.path);
+    let response = next.run(req).await;
+    metrics::counter!(
+        "raftlock_http_requests_total",
+        "path" => path,
+        "status" => response.status().as_u16().to_string()
+    )
+    .increment(1);
+    response
+}
+
+/// A JSON body in the proto3 JSON mapping of `T`, with the caller its
+/// credentials name. Bad JSON, a wrong type or an unknown field is a 400
+/// that says which; missing or unknown credentials a 401.
+struct Call<T> {
+    caller: Arc<Caller>,
+    body: T,
+}
+
+impl<T> FromRequest<Api> for Call<T>
+where
+    T: DeserializeOwned + Default,
+{
+    type Rejection = HttpError;
+
+    async fn from_request(req: Request, api: &Api) -> Result<Self, HttpError> {
+        let (parts, body) = req.into_parts();
+        // The same authenticator gRPC calls go through: bearer token or
+        // client certificate.
+        let caller = api
+            .auth
+            .authenticate(&tonic::Request::from_http(axum::http::Request::from_parts(
+                parts.clone(),
+                (),
+            )))
+            .inspect_err(|_| metrics::counter!("raftlock_auth_failures_total").increment(1))?;
+        let bytes = Bytes::from_request(Request::from_parts(parts, body), &())
+            .await
+            .map_err(HttpError::unreadable)?;
+        let body = if bytes.iter().all(u8::is_ascii_whitespace) {
+            // An empty body is the message with every field unset, as in
+            // gRPC (`cluster/status`, say).
+            T::default()
+        } else {
+            serde_json::from_slice(&bytes).map_err(HttpError::json)?
+        };
+        Ok(Call { caller, body })
+    }
+}
+
+/// A message as the JSON answer.
+fn json<T: Serialize>(msg: &T) -> Response {
+    match serde_json::to_vec(msg) {
+        Ok(body) => (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            body,
+        )
+            .into_response(),
+        Err(e) => HttpError::internal(format!("cannot encode the answer: {e}")).into_response(),
+    }
+}
+
+type Answer = Result<Response, HttpError>;
+
+async fn create_session(State(api): State<Api>, c: Call<pb::CreateSessionRequest>) -> Answer {
+    let (session_id, ttl) = api
+        .locks
+        .create_session(&c.caller, c.body.try_into()?)
+        .await?;
+    Ok(json(&pb::CreateSessionResponse {
+        session_id,
+        ttl_ms: ttl.as_millis() as u64,
+    }))
+}
+
+async fn keep_alive(State(api): State<Api>, c: Call<pb::KeepAliveRequest>) -> Answer {
+    let ttl = api.locks.keep_alive(&c.caller, c.body.session_id).await?;
+    Ok(json(&pb::KeepAliveResponse {
+        session_id: c.body.session_id,
+        ttl_ms: ttl.as_millis() as u64,
+        gone: false,
+    }))
+}
+
+async fn close_session(State(api): State<Api>, c: Call<pb::CloseSessionRequest>) -> Answer {
+    let released = api
+        .locks
+        .close_session(&c.caller, c.body.session_id)
+        .await?;
+    Ok(json(&pb::CloseSessionResponse { released }))
+}
+
+async fn acquire(State(api): State<Api>, c: Call<pb::AcquireRequest>) -> Answer {
+    Ok(json(
+        &match api.locks.acquire(&c.caller, c.body.try_into()?).await? {
+            Acquired::Granted(g) => pb::AcquireResponse {
+                grant: Some(grant(&g)),
+                acquired: true,
+                holders: vec![],
+            },
+            Acquired::Busy(holders) => pb::AcquireResponse {
+                grant: None,
+                acquired: false,
+                holders: holders.iter().map(grant).collect(),
+            },
+        },
+    ))
+}
+
+async fn release(State(api): State<Api>, c: Call<pb::ReleaseRequest>) -> Answer {
+    let granted = api.locks.release(&c.caller, c.body.into()).await?;
+    Ok(json(&pb::ReleaseResponse {
+        granted: granted.iter().map(grant).collect(),
+    }))
+}
+
+async fn describe(State(api): State<Api>, c: Call<pb::DescribeRequest>) -> Answer {
+    let d = api.locks.describe(&c.caller, &c.body.name).await?;
+    Ok(json(&pb::DescribeResponse {
+        name: c.body.name,
+        permits: d.view.permits.unwrap_or(0),
+        holders: d.view.holders.iter().map(grant).collect(),
+        waiters: d.view.waiters.iter().map(waiter).collect(),
+        applied_index: d.applied_index,
+    }))
+}
+
+async fn list(State(api): State<Api>, c: Call<pb::ListRequest>) -> Answer {
+    let page = api.locks.list(&c.caller, c.body.into()).await?;
+    Ok(json(&pb::ListResponse {
+        locks: page.locks.iter().map(summary).collect(),
+        next_page_token: page.next_page_token,
+    }))
+}
+
+async fn validate(State(api): State<Api>, c: Call<pb::ValidateRequest>) -> Answer {
+    let v = api
+        .locks
+        .validate(&c.caller, &c.body.name, c.body.token)
+        .await?;
+    Ok(json(&pb::ValidateResponse {
+        valid: v.valid,
+        current_token: v.current_token,
+    }))
+}
+
+async fn force_release(State(api): State<Api>, c: Call<pb::ForceReleaseRequest>) -> Answer {
+    let f = api.locks.force_release(&c.caller, c.body.name).await?;
+    Ok(json(&pb::ForceReleaseResponse {
+        released: f.released.iter().map(grant).collect(),
+        granted: f.granted.iter().map(grant).collect(),
+    }))
+}
+
+async fn campaign(State(api): State<Api>, c: Call<pb::CampaignRequest>) -> Answer {
+    let g = api.locks.campaign(&c.caller, c.body.try_into()?).await?;
+    Ok(json(&pb::CampaignResponse {
+        leader: Some(grant(&g)),
+    }))
+}
+
+async fn proclaim(State(api): State<Api>, c: Call<pb::ProclaimRequest>) -> Answer {
+    api.locks.proclaim(&c.caller, c.body.into()).await?;
+    Ok(json(&pb::ProclaimResponse {}))
+}
+
+async fn resign(State(api): State<Api>, c: Call<pb::ResignRequest>) -> Answer {
+    api.locks.resign(&c.caller, c.body.into()).await?;
+    Ok(json(&pb::ResignResponse {}))
+}
+
+async fn leader(State(api): State<Api>, c: Call<pb::LeaderRequest>) -> Answer {
+    let leader = api.locks.leader(&c.caller, &c.body.name).await?;
+    Ok(json(&pb::LeaderResponse {
+        leader: leader.as_ref().map(grant),
+    }))
+}
+
+/// The election's leader now and at every change: one JSON object per
+/// line (`{"leader": ...}`), or one server-sent event each when the
+/// client accepts `text/event-stream`. The stream ends with an error
+/// object (`{"error": ...}`) when this node stops leading.
+async fn observe(State(api): State<Api>, headers: HeaderMap, c: Call<pb::LeaderRequest>) -> Answer {
+    let sse = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"));
+    let changes = api.locks.observe(&c.caller, c.body.name).await?;
+    let frames = changes.map(move |change| {
+        let line = match change {
+            Ok(leader) => serde_json::to_string(&pb::LeaderResponse {
+                leader: leader.as_ref().map(grant),
+            }),
+            Err(e) => serde_json::to_string(&serde_json::json!({
+                "error": HttpError::from(e).body()
+            })),
+        }
+        .unwrap_or_default();
+        Ok::<_, std::convert::Infallible>(if sse {
+            format!("data: {line}\n\n")
+        } else {
+            format!("{line}\n")
+        })
+    });
+    let content_type = if sse {
+        "text/event-stream"
+    } else {
+        "application/x-ndjson"
+    };
+    Ok((
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        axum::body::Body::from_stream(frames),
+    )
+        .into_response())
+}
+
+async fn status(State(api): State<Api>, c: Call<pb::StatusRequest>) -> Answer {
+    // Any authenticated caller may read it, as over gRPC.
+    let _ = c.caller;
+    let s = crate::grpc::cluster::status_of(api.locks.node(), c.body.linearizable_counts).await?;
+    Ok(json(&s))
+}
+
+async fn not_found(req: Request) -> HttpError {
+    // What gRPC answers for an unknown method, with no reason to match.
+    HttpError::new(
+        StatusCode::NOT_FOUND,
+        "UNIMPLEMENTED",
+        "",
+        format!(
+            "no such call: {} {} (the API is POST /v1/session/..., /v1/lock/..., /v1/election/..., GET /v1/cluster/status)",
+            req.method(),
+            req.uri().path()
+        ),
+    )
+}
