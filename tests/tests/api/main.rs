@@ -9,3 +9,4 @@ mod http;
 mod pipeline;
 mod python_client;
 mod reasons;
+mod typescript_client;

@@ -1,0 +1,542 @@
+/**
+ * Typed errors, one class per kind of refusal, chosen by the server's
+ * machine-readable `reason` (and, for answers without one, by the gRPC code
+ * alone). Messages are for people: nothing here, nor in code using this
+ * library, should ever parse them.
+ *
+ * @example
+ * ```ts
+ * import { StaleToken, WaitTimedOut, RaftlockError } from "raftlock";
+ * try {
+ *   await session.lock("deploy", { timeoutMs: 5_000 });
+ * } catch (e) {
+ *   if (e instanceof WaitTimedOut) console.log("still busy");
+ *   else if (e instanceof RaftlockError) console.log(e.code, e.reason);
+ *   else throw e;
+ * }
+ * ```
+ * @packageDocumentation
+ */
+
+/**
+ * Every reason the server sends (proto/src/reason.rs), in wire form.
+ *
+ * @example
+ * ```ts
+ * const r: Reason = "STALE_TOKEN";
+ * ```
+ */
+export type Reason =
+  | "NOT_LEADER"
+  | "NO_QUORUM"
+  | "STOPPING"
+  | "INVALID_NAME"
+  | "TTL_OUT_OF_RANGE"
+  | "INVALID_ARGUMENT"
+  | "SESSION_NOT_FOUND"
+  | "WAIT_NOT_FOUND"
+  | "NOT_HOLDER"
+  | "STALE_TOKEN"
+  | "PERMITS_MISMATCH"
+  | "REQUEST_RELEASED"
+  | "REQUEST_FINISHED"
+  | "REQUEST_ACKNOWLEDGED"
+  | "ALREADY_HELD"
+  | "ALREADY_WAITING"
+  | "WAIT_CANCELLED"
+  | "WAIT_TIMED_OUT"
+  | "TOO_MANY_WAITERS"
+  | "TOO_MANY_LOCKS"
+  | "TOO_MANY_UNACKNOWLEDGED"
+  | "LIMIT_EXCEEDED"
+  | "UNAUTHENTICATED"
+  | "PERMISSION_DENIED"
+  | "MEMBERSHIP_CHANGE_REFUSED"
+  | "LEARNER_NOT_CAUGHT_UP"
+  | "INTERNAL";
+
+/**
+ * All reasons, for exhaustive checks.
+ *
+ * @example
+ * ```ts
+ * REASONS.includes("NOT_HOLDER"); // true
+ * ```
+ */
+export const REASONS: readonly Reason[] = [
+  "NOT_LEADER",
+  "NO_QUORUM",
+  "STOPPING",
+  "INVALID_NAME",
+  "TTL_OUT_OF_RANGE",
+  "INVALID_ARGUMENT",
+  "SESSION_NOT_FOUND",
+  "WAIT_NOT_FOUND",
+  "NOT_HOLDER",
+  "STALE_TOKEN",
+  "PERMITS_MISMATCH",
+  "REQUEST_RELEASED",
+  "REQUEST_FINISHED",
+  "REQUEST_ACKNOWLEDGED",
+  "ALREADY_HELD",
+  "ALREADY_WAITING",
+  "WAIT_CANCELLED",
+  "WAIT_TIMED_OUT",
+  "TOO_MANY_WAITERS",
+  "TOO_MANY_LOCKS",
+  "TOO_MANY_UNACKNOWLEDGED",
+  "LIMIT_EXCEEDED",
+  "UNAUTHENTICATED",
+  "PERMISSION_DENIED",
+  "MEMBERSHIP_CHANGE_REFUSED",
+  "LEARNER_NOT_CAUGHT_UP",
+  "INTERNAL",
+];
+
+/**
+ * The JSON body of a refusal, as the server sends it (and as `observe`
+ * streams end with).
+ *
+ * @example
+ * ```ts
+ * const body: ErrorBody = { code: "FAILED_PRECONDITION", reason: "STALE_TOKEN", message: "..." };
+ * ```
+ */
+export interface ErrorBody {
+  /** The gRPC code's name (`FAILED_PRECONDITION`). */
+  code?: string;
+  /** The machine-readable reason; empty for calls that do not exist. */
+  reason?: string;
+  /** For people. */
+  message?: string;
+  /** The leader's client address, when the answering node does not lead. */
+  leader?: string;
+}
+
+/**
+ * What the constructors take.
+ *
+ * @example
+ * ```ts
+ * new NotHolder("lock x was released", { code: "FAILED_PRECONDITION", reason: "NOT_HOLDER" });
+ * ```
+ */
+export interface ErrorInit {
+  /** gRPC code name. */
+  code?: string;
+  /** Server reason; `null` for verdicts this client made itself. */
+  reason?: Reason | null;
+  /** Leader hint from a follower's refusal. */
+  leader?: string;
+  /** HTTP status of the answer, when there was one. */
+  httpStatus?: number;
+  /** The error this one wraps. */
+  cause?: unknown;
+}
+
+/**
+ * Base class of every error this library throws.
+ *
+ * `code` is the gRPC code name of the answer (`FAILED_PRECONDITION`,
+ * `UNAVAILABLE`, ...) or, for verdicts the client makes itself, the code the
+ * server would have used. `reason` is the server's machine-readable reason,
+ * or `null` when no server said it (a lost session, a connection refused).
+ *
+ * @example
+ * ```ts
+ * try { await guard.release(); }
+ * catch (e) { if (e instanceof RaftlockError && e.reason === "STALE_TOKEN") { ... } }
+ * ```
+ */
+export class RaftlockError extends Error {
+  /** gRPC code name. */
+  readonly code: string;
+  /** The server's reason, or `null`. */
+  readonly reason: Reason | null;
+  /** The leader's address a follower named, if any. */
+  readonly leader: string | undefined;
+  /** The HTTP status of the answer, if there was an answer. */
+  readonly httpStatus: number | undefined;
+  /** The underlying error (a socket error, the last retryable refusal). */
+  readonly cause: unknown;
+
+  constructor(message: string, init: ErrorInit = {}) {
+    super(message);
+    this.name = new.target.name;
+    this.code = init.code ?? "UNKNOWN";
+    this.reason = init.reason ?? null;
+    this.leader = init.leader;
+    this.httpStatus = init.httpStatus;
+    this.cause = init.cause;
+  }
+
+  /**
+   * Whether trying the same thing again later may succeed (the client has
+   * already retried until its deadline).
+   *
+   * @example
+   * ```ts
+   * if (e instanceof RaftlockError && e.retryable) setTimeout(retry, 1000);
+   * ```
+   */
+  get retryable(): boolean {
+    return this instanceof Unavailable;
+  }
+}
+
+/**
+ * No node could serve the call before its deadline: no leader, no quorum,
+ * nodes unreachable or stopping. `reason` is the last refusal's, if any.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof Unavailable) console.log("cluster down, retry later");
+ * ```
+ */
+export class Unavailable extends RaftlockError {}
+
+/**
+ * The client was closed; nothing more can be done through it.
+ *
+ * @example
+ * ```ts
+ * await client.close();
+ * await client.session().catch((e) => e instanceof ClientClosed); // true
+ * ```
+ */
+export class ClientClosed extends RaftlockError {}
+
+/**
+ * The session no longer counts as valid here: no keep-alive was
+ * acknowledged within TTL − margin, the credentials stopped working, or the
+ * server says it is gone ({@link SessionGone}). Stop acting on its locks;
+ * it never becomes valid again.
+ *
+ * @example
+ * ```ts
+ * const reason = await guard.lost;
+ * if (reason instanceof SessionLost) stopWriting();
+ * ```
+ */
+export class SessionLost extends RaftlockError {}
+
+/**
+ * The server says the session does not exist (expired or closed), or this
+ * client closed it.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof SessionGone) session = await client.session();
+ * ```
+ */
+export class SessionGone extends SessionLost {}
+
+/**
+ * A wait for a lock or a leadership ended without it.
+ *
+ * @example
+ * ```ts
+ * await session.lock("deploy", { timeoutMs: 100 }).catch((e) => e instanceof WaitTimedOut);
+ * ```
+ */
+export class WaitTimedOut extends RaftlockError {}
+
+/**
+ * A request field was refused as malformed or out of range.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof InvalidArgument) console.error("bug in the caller", e.message);
+ * ```
+ */
+export class InvalidArgument extends RaftlockError {}
+
+/**
+ * A lock or election name the server does not accept (empty, longer than
+ * 512 bytes, control characters).
+ *
+ * @example
+ * ```ts
+ * await session.lock("").catch((e) => e instanceof InvalidName); // true
+ * ```
+ */
+export class InvalidName extends InvalidArgument {}
+
+/**
+ * A session TTL outside the cluster's range (1 s to 10 min by default).
+ *
+ * @example
+ * ```ts
+ * await client.session({ ttlMs: 10 }).catch((e) => e instanceof TtlOutOfRange); // true
+ * ```
+ */
+export class TtlOutOfRange extends InvalidArgument {}
+
+/**
+ * The session does not hold the lock (released, force-released, or the
+ * session expired and came back under the same id — it cannot).
+ *
+ * @example
+ * ```ts
+ * await guard.release().catch((e) => e instanceof NotHolder);
+ * ```
+ */
+export class NotHolder extends RaftlockError {}
+
+/**
+ * The session holds the lock under another token than the one given: this
+ * grant is stale.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof StaleToken) console.log("an older grant of mine");
+ * ```
+ */
+export class StaleToken extends RaftlockError {}
+
+/**
+ * A stated permit count differs from the semaphore's.
+ *
+ * @example
+ * ```ts
+ * await s.lock("pool", { permits: 2 }).catch((e) => e instanceof PermitsMismatch);
+ * ```
+ */
+export class PermitsMismatch extends RaftlockError {}
+
+/**
+ * The session already holds the lock through another acquisition.
+ *
+ * @example
+ * ```ts
+ * await s.lock("a"); await s.lock("a").catch((e) => e instanceof AlreadyHeld); // true
+ * ```
+ */
+export class AlreadyHeld extends RaftlockError {}
+
+/**
+ * The session already waits for the lock through another acquisition.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof AlreadyWaiting) console.log("one wait per session and lock");
+ * ```
+ */
+export class AlreadyWaiting extends RaftlockError {}
+
+/**
+ * No such wait to cancel.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof WaitNotFound) console.log("already granted or gone");
+ * ```
+ */
+export class WaitNotFound extends RaftlockError {}
+
+/**
+ * A retry of a request that was settled since (`REQUEST_RELEASED`,
+ * `REQUEST_FINISHED`, `REQUEST_ACKNOWLEDGED`): it is never executed twice.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof RequestSettled) console.log(e.reason);
+ * ```
+ */
+export class RequestSettled extends RaftlockError {}
+
+/**
+ * A limit of the cluster's was hit (sessions per identity, requests per
+ * connection, a wait longer than allowed, ...). Subclasses name the common
+ * ones.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof LimitExceeded) await backOff();
+ * ```
+ */
+export class LimitExceeded extends RaftlockError {}
+
+/**
+ * The lock has as many waiters as the cluster allows.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof TooManyWaiters) console.log("queue full");
+ * ```
+ */
+export class TooManyWaiters extends LimitExceeded {}
+
+/**
+ * The cluster, or this session, has as many locks as allowed.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof TooManyLocks) console.log("release some first");
+ * ```
+ */
+export class TooManyLocks extends LimitExceeded {}
+
+/**
+ * The session has as many unanswered requests as allowed.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof TooManyUnacknowledged) console.log("too many calls in flight");
+ * ```
+ */
+export class TooManyUnacknowledged extends LimitExceeded {}
+
+/**
+ * The cluster does not know who this client is (no token, or an unknown
+ * one).
+ *
+ * @example
+ * ```ts
+ * await Client.connect(endpoints).catch((e) => e instanceof Unauthenticated);
+ * ```
+ */
+export class Unauthenticated extends RaftlockError {}
+
+/**
+ * This client's identity may not do this (no right on the name, or someone
+ * else's session).
+ *
+ * @example
+ * ```ts
+ * await s.lock("team-b/x").catch((e) => e instanceof PermissionDenied);
+ * ```
+ */
+export class PermissionDenied extends RaftlockError {}
+
+/**
+ * A membership change refused, or a learner that did not catch up.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof MembershipError) console.log(e.reason);
+ * ```
+ */
+export class MembershipError extends RaftlockError {}
+
+/**
+ * A fault of the server's own.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof InternalError) reportBug(e);
+ * ```
+ */
+export class InternalError extends RaftlockError {}
+
+/**
+ * Any other answer: a reason this library does not know (a newer server),
+ * or a refusal without one (a proxy, an unknown path).
+ *
+ * @example
+ * ```ts
+ * if (e instanceof ServerError) console.log(e.code, e.httpStatus);
+ * ```
+ */
+export class ServerError extends RaftlockError {}
+
+type ErrorClass = new (message: string, init?: ErrorInit) => RaftlockError;
+
+const BY_REASON: Record<Reason, ErrorClass> = {
+  NOT_LEADER: Unavailable,
+  NO_QUORUM: Unavailable,
+  STOPPING: Unavailable,
+  INVALID_NAME: InvalidName,
+  TTL_OUT_OF_RANGE: TtlOutOfRange,
+  INVALID_ARGUMENT: InvalidArgument,
+  SESSION_NOT_FOUND: SessionGone,
+  WAIT_NOT_FOUND: WaitNotFound,
+  NOT_HOLDER: NotHolder,
+  STALE_TOKEN: StaleToken,
+  PERMITS_MISMATCH: PermitsMismatch,
+  REQUEST_RELEASED: RequestSettled,
+  REQUEST_FINISHED: RequestSettled,
+  REQUEST_ACKNOWLEDGED: RequestSettled,
+  ALREADY_HELD: AlreadyHeld,
+  ALREADY_WAITING: AlreadyWaiting,
+  WAIT_CANCELLED: WaitTimedOut,
+  WAIT_TIMED_OUT: WaitTimedOut,
+  TOO_MANY_WAITERS: TooManyWaiters,
+  TOO_MANY_LOCKS: TooManyLocks,
+  TOO_MANY_UNACKNOWLEDGED: TooManyUnacknowledged,
+  LIMIT_EXCEEDED: LimitExceeded,
+  UNAUTHENTICATED: Unauthenticated,
+  PERMISSION_DENIED: PermissionDenied,
+  MEMBERSHIP_CHANGE_REFUSED: MembershipError,
+  LEARNER_NOT_CAUGHT_UP: MembershipError,
+  INTERNAL: InternalError,
+};
+
+/** The gRPC code an HTTP status stands for, for answers without a JSON body
+ * (a proxy's 502, say). */
+function codeOfStatus(status: number): string {
+  switch (status) {
+    case 400:
+      return "INVALID_ARGUMENT";
+    case 401:
+      return "UNAUTHENTICATED";
+    case 403:
+      return "PERMISSION_DENIED";
+    case 404:
+      return "NOT_FOUND";
+    case 409:
+      return "ALREADY_EXISTS";
+    case 429:
+      return "RESOURCE_EXHAUSTED";
+    case 499:
+      return "CANCELLED";
+    case 501:
+      return "UNIMPLEMENTED";
+    case 502:
+    case 503:
+      return "UNAVAILABLE";
+    case 504:
+      return "DEADLINE_EXCEEDED";
+    default:
+      return status >= 500 ? "UNKNOWN" : "UNKNOWN";
+  }
+}
+
+function isReason(r: unknown): r is Reason {
+  return typeof r === "string" && Object.prototype.hasOwnProperty.call(BY_REASON, r);
+}
+
+/**
+ * The typed error for a refusal: by its reason when it has one raftlock
+ * knows, else by its code alone (never by its message).
+ *
+ * @example
+ * ```ts
+ * const e = errorFromBody({ code: "FAILED_PRECONDITION", reason: "STALE_TOKEN", message: "..." }, 400);
+ * e instanceof StaleToken; // true
+ * ```
+ */
+export function errorFromBody(body: ErrorBody, httpStatus?: number): RaftlockError {
+  const code = body.code || (httpStatus !== undefined ? codeOfStatus(httpStatus) : "UNKNOWN");
+  const message = body.message || `${code}${httpStatus !== undefined ? ` (HTTP ${httpStatus})` : ""}`;
+  const init: ErrorInit = { code, leader: body.leader || undefined, httpStatus };
+  if (isReason(body.reason)) {
+    return new BY_REASON[body.reason](message, { ...init, reason: body.reason });
+  }
+  // No reason raftlock knows: a proxy, the transport, an older or newer
+  // server. Only codes that carry no verdict are read as unavailability.
+  switch (code) {
+    case "UNAVAILABLE":
+    case "UNKNOWN":
+    case "CANCELLED":
+    case "ABORTED":
+    case "DEADLINE_EXCEEDED":
+      return new Unavailable(message, init);
+    case "UNAUTHENTICATED":
+      return new Unauthenticated(message, init);
+    case "PERMISSION_DENIED":
+      return new PermissionDenied(message, init);
+    default:
+      return new ServerError(message, init);
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * raftlock: a client for the raftlock lock service over its HTTP/JSON API,
+ * with no dependencies beyond Node.
+ *
+ * - {@link Client}: connects, follows the leader, retries until a deadline.
+ * - {@link Session}: a lease kept alive in the background, valid only until
+ *   (send time of the last acknowledged keep-alive) + TTL − {@link safetyMargin}.
+ * - {@link LockGuard}: a held lock with its fencing token, `valid`, `lost`.
+ * - {@link Leadership} and {@link Observation}: leader election.
+ * - {@link withLock}: acquire, run, release.
+ * - Typed errors: {@link RaftlockError} and its subclasses, by the server's reason.
+ *
+ * @example
+ * ```ts
+ * import { Client, withLock } from "raftlock";
+ * const client = await Client.connect("127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002");
+ * const session = await client.session({ ttlMs: 10_000 });
+ * await withLock(session, "reports/daily", async (guard) => {
+ *   await runReport({ fencingToken: guard.token });
+ * });
+ * await client.close();
+ * ```
+ * @packageDocumentation
+ */
+
+export { Client } from "./client";
+export type { ClusterStatus, ForceReleased, LockInfo, LockSummary, Member, SessionOptions, Validation, WaiterInfo } from "./client";
+export type { Grant, LockMode } from "./codec";
+export { Leadership, Observation } from "./election";
+export type { CampaignOptions } from "./election";
+export {
+  AlreadyHeld,
+  AlreadyWaiting,
+  ClientClosed,
+  InternalError,
+  InvalidArgument,
+  InvalidName,
+  LimitExceeded,
+  MembershipError,
+  NotHolder,
+  PermissionDenied,
+  PermitsMismatch,
+  REASONS,
+  RaftlockError,
+  RequestSettled,
+  ServerError,
+  SessionGone,
+  SessionLost,
+  StaleToken,
+  TooManyLocks,
+  TooManyUnacknowledged,
+  TooManyWaiters,
+  TtlOutOfRange,
+  Unauthenticated,
+  Unavailable,
+  WaitNotFound,
+  WaitTimedOut,
+  errorFromBody,
+} from "./errors";
+export type { ErrorBody, ErrorInit, Reason } from "./errors";
+export { withLock } from "./helpers";
+export type { WithLockOptions } from "./helpers";
+export { safetyMargin } from "./lease";
+export { LockGuard, MAX_WAIT_MS } from "./lock";
+export type { LockOptions } from "./lock";
+export { Session } from "./session";
+export type { CallInfo, ClientOptions, Interceptor, TlsOptions } from "./transport";

@@ -1,0 +1,248 @@
+/**
+ * Acquiring locks, and the guard that knows its fencing token and whether
+ * it can still be claimed.
+ * @packageDocumentation
+ */
+
+import type { Session } from "./session";
+import { Grant, GrantJson, b64, bytesOf, grantFrom, newRequestId } from "./codec";
+import { InvalidArgument, NotHolder, RaftlockError, SessionGone, WaitTimedOut } from "./errors";
+import { now } from "./time";
+
+/**
+ * The longest single wait the server allows by default (its
+ * `--max-wait-ms`); longer waits are waited in turns.
+ *
+ * @example
+ * ```ts
+ * await session.lock("deploy", { timeoutMs: MAX_WAIT_MS }); // the default
+ * ```
+ */
+export const MAX_WAIT_MS = 3_600_000;
+
+/**
+ * How to acquire a lock.
+ *
+ * @example
+ * ```ts
+ * const opts: LockOptions = { timeoutMs: 5_000, permits: 4, metadata: "worker-3" };
+ * ```
+ */
+export interface LockOptions {
+  /** How long to wait in the queue (default {@link MAX_WAIT_MS}; `Infinity`: until the session ends). */
+  timeoutMs?: number;
+  /** A read lock: any number of shared holders, never beside an exclusive one. */
+  shared?: boolean;
+  /** A counting semaphore of this many places (implies `shared`). */
+  permits?: number;
+  /** Stored with the grant, shown by `describe` (at most 4 KiB; strings are UTF-8). */
+  metadata?: string | Uint8Array;
+}
+
+interface AcquireJson {
+  grant?: GrantJson;
+  acquired?: boolean;
+  holders?: GrantJson[];
+}
+
+/**
+ * A held lock. Pass {@link LockGuard.token} with every write to the
+ * resource the lock protects, and have the resource refuse a token lower
+ * than the highest it has seen: a holder paused past its lease still
+ * believes it holds the lock, and the token is what stops its late writes.
+ *
+ * @example
+ * ```ts
+ * const guard = await session.lock("payments/settle");
+ * try {
+ *   if (guard.valid) await db.write({ fence: guard.token });
+ * } finally {
+ *   await guard.release();
+ * }
+ * ```
+ */
+export class LockGuard {
+  private released = false;
+
+  /** @internal Created by {@link Session.lock}. */
+  constructor(
+    /** The session holding the lock. */
+    readonly session: Session,
+    /** The grant as the cluster recorded it. */
+    readonly grant: Grant,
+  ) {}
+
+  /**
+   * The fencing token: strictly increasing per lock, in grant order.
+   *
+   * @example
+   * ```ts
+   * await fetch(url, { headers: { "x-fencing-token": String(guard.token) } });
+   * ```
+   */
+  get token(): bigint {
+    return this.grant.token;
+  }
+
+  /**
+   * The lock's name.
+   *
+   * @example
+   * ```ts
+   * console.log(`holding ${guard.name}`);
+   * ```
+   */
+  get name(): string {
+    return this.grant.name;
+  }
+
+  /**
+   * Whether this client can still claim the lock: not released, and the
+   * session within its local validity deadline.
+   *
+   * @example
+   * ```ts
+   * for (const item of batch) { if (!guard.valid) break; await handle(item, guard.token); }
+   * ```
+   */
+  get valid(): boolean {
+    return !this.released && this.session.valid;
+  }
+
+  /**
+   * Until when (on the `performance.now()` clock) the lock can be claimed
+   * if no further keep-alive is acknowledged.
+   *
+   * @example
+   * ```ts
+   * if (guard.validUntil - performance.now() < 1_000) await renewFirst();
+   * ```
+   */
+  get validUntil(): number {
+    return this.session.validUntil;
+  }
+
+  /**
+   * Resolves (never rejects) with the reason when the lock can no longer
+   * be claimed because its session was lost or ended. Releasing the guard
+   * does not resolve it.
+   *
+   * @example
+   * ```ts
+   * guard.lost.then((reason) => abortController.abort(reason));
+   * ```
+   */
+  get lost(): Promise<RaftlockError> {
+    return this.session.lost;
+  }
+
+  /**
+   * Releases the lock; the next waiter is granted in the same log entry.
+   * Releasing twice, or after the session ended (which released the lock),
+   * does nothing. Throws {@link NotHolder} if the lock was taken away
+   * (force-released).
+   *
+   * @example
+   * ```ts
+   * await guard.release();
+   * ```
+   */
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    const s = this.session;
+    // A lost session is not renewed any more: the leader expires it within
+    // the safety margin, and its locks with it.
+    if (s.lease.reason !== undefined) return;
+    let retried = false;
+    try {
+      await s.cluster.call("/v1/lock/release", (attempt) => {
+        retried = retried || attempt > 0;
+        return { body: { sessionId: String(s.id), name: this.name, token: String(this.token) } };
+      });
+    } catch (e) {
+      // A retry that finds the lock free: an earlier attempt released it
+      // and only its answer was lost.
+      if (retried && e instanceof NotHolder) return;
+      if (e instanceof SessionGone) {
+        s.markGone(e);
+        return;
+      }
+      throw e;
+    }
+  }
+}
+
+function checkOptions(o: LockOptions): void {
+  if (o.permits !== undefined && (!Number.isInteger(o.permits) || o.permits < 0 || o.permits > 0xffffffff)) {
+    throw new InvalidArgument(`permits must be a whole number, got ${o.permits}`, { code: "INVALID_ARGUMENT", reason: "INVALID_ARGUMENT" });
+  }
+  if (o.timeoutMs !== undefined && !(o.timeoutMs >= 0)) {
+    throw new InvalidArgument(`timeoutMs must be at least 0, got ${o.timeoutMs}`, { code: "INVALID_ARGUMENT", reason: "INVALID_ARGUMENT" });
+  }
+}
+
+/** @internal A lock acquisition: waiting (in turns of at most
+ * {@link MAX_WAIT_MS}) or a try-lock. */
+export async function acquire(session: Session, name: string, o: LockOptions, wait: boolean): Promise<LockGuard | null> {
+  checkOptions(o);
+  if (!wait) return acquireOnce(session, name, o, null);
+  const total = o.timeoutMs ?? MAX_WAIT_MS;
+  const end = now() + total;
+  for (;;) {
+    const turn = Math.min(MAX_WAIT_MS, Math.max(0, end - now()));
+    try {
+      const g = await acquireOnce(session, name, o, turn);
+      if (g !== null) return g;
+    } catch (e) {
+      if (!(e instanceof WaitTimedOut)) throw e;
+      if (now() >= end - 1 || !session.valid) throw e;
+      continue;
+    }
+    throw new WaitTimedOut(`timed out waiting for lock ${JSON.stringify(name)}`, { code: "DEADLINE_EXCEEDED", reason: "WAIT_TIMED_OUT" });
+  }
+}
+
+/** One acquisition: numbered once and retried as one, with one request id,
+ * so a retry finds the grant or queue place the first attempt got. */
+async function acquireOnce(session: Session, name: string, o: LockOptions, waitMs: number | null): Promise<LockGuard | null> {
+  session.check();
+  const s = session;
+  const requestId = b64(newRequestId());
+  const metadata = bytesOf(o.metadata);
+  const permits = o.permits ?? 0;
+  const shared = o.shared === true || permits > 0;
+  const ticket = s.ticket();
+  const started = now();
+  const attemptTimeout = s.cluster.options.attemptTimeoutMs;
+  try {
+    const r = await s.cluster.call<AcquireJson>(
+      "/v1/lock/acquire",
+      () => {
+        // Each retry waits only what is left, not the whole wait again.
+        const left = waitMs === null ? null : Math.max(0, Math.floor(waitMs - (now() - started)));
+        const body: Record<string, unknown> = {
+          sessionId: String(s.id),
+          name,
+          requestId,
+          mode: shared ? "LOCK_MODE_SHARED" : "LOCK_MODE_EXCLUSIVE",
+          seq: String(ticket.seq),
+          ackedBelow: String(ticket.ackedBelow()),
+        };
+        if (permits > 0) body.permits = permits;
+        if (left !== null) body.waitTimeoutMs = String(left);
+        if (metadata.length > 0) body.metadata = b64(metadata);
+        return { body, timeoutMs: attemptTimeout + (left ?? 0) };
+      },
+      { deadlineMs: s.cluster.options.deadlineMs + (waitMs ?? 0) },
+    );
+    if (r.acquired && r.grant) return new LockGuard(s, grantFrom(r.grant));
+    if (waitMs === null) return null;
+    throw new WaitTimedOut(`timed out waiting for lock ${JSON.stringify(name)}`, { code: "DEADLINE_EXCEEDED", reason: "WAIT_TIMED_OUT" });
+  } catch (e) {
+    if (e instanceof SessionGone) s.markGone(e);
+    throw e;
+  } finally {
+    ticket.done();
+  }
+}
