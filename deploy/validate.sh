@@ -18,6 +18,16 @@ else
   echo "kubernetes-validate unavailable (no PyPI access?): manifests NOT validated"
 fi
 
+echo "== deploy: Prometheus alert rules"
+if command -v promtool >/dev/null; then
+  (cd deploy/prometheus && promtool check rules raftlock-alerts.yaml && promtool test rules raftlock-alerts.test.yaml) || status=1
+elif [ -n "${RAFTLOCK_REQUIRE_PROMTOOL:-}" ]; then
+  echo "promtool is required (apt-get install prometheus)"
+  status=1
+else
+  echo "promtool unavailable: alert rules NOT checked"
+fi
+
 echo "== deploy: systemd unit"
 if command -v systemd-analyze >/dev/null; then
   dir="$(mktemp -d)"

@@ -44,6 +44,26 @@ pub fn recorder() -> PrometheusHandle {
                         metrics_exporter_prometheus::Matcher::Suffix("_entries".into()),
                         &sizes,
                     )
+                })
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        metrics_exporter_prometheus::Matcher::Full(
+                            "raftlock_lock_queue_position".into(),
+                        ),
+                        &sizes,
+                    )
+                })
+                .and_then(|b| {
+                    // Holds last from milliseconds to hours.
+                    b.set_buckets_for_metric(
+                        metrics_exporter_prometheus::Matcher::Full(
+                            "raftlock_lock_hold_seconds".into(),
+                        ),
+                        &[
+                            0.001, 0.01, 0.1, 1.0, 10.0, 60.0, 300.0, 900.0, 3600.0, 14400.0,
+                            86400.0,
+                        ],
+                    )
                 });
             let recorder = match builder {
                 Ok(b) => b.build_recorder(),
@@ -54,6 +74,19 @@ pub fn recorder() -> PrometheusHandle {
             // node); the handle still renders what this one records.
             let _ = metrics::set_global_recorder(recorder);
             describe();
+            gauge!("raftlock_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+            // Counters of rare events exist from the start, at 0, so that
+            // dashboards and alerts read a series rather than nothing.
+            counter!("raftlock_auth_failures_total").increment(0);
+            for reason in ["closed", "expired"] {
+                counter!("raftlock_sessions_ended_total", "reason" => reason).increment(0);
+            }
+            for limit in [
+                "concurrent requests",
+                "open streams (keep-alive and observe)",
+            ] {
+                counter!("raftlock_limit_refusals_total", "limit" => limit).increment(0);
+            }
             handle
         })
         .clone()
@@ -108,6 +141,57 @@ fn describe() {
         "Time a granted acquisition waited in the queue"
     );
     describe_counter!(
+        "grpc_server_started_total",
+        "gRPC calls started, by grpc_type, grpc_service and grpc_method"
+    );
+    describe_counter!(
+        "grpc_server_handled_total",
+        "gRPC calls completed, by grpc_type, grpc_service, grpc_method and grpc_code (a client that went away counts as Canceled)"
+    );
+    describe_histogram!(
+        "grpc_server_handling_seconds",
+        Unit::Seconds,
+        "Time from a gRPC call's start to the end of its answer (a stream's whole life)"
+    );
+    describe_counter!(
+        "raftlock_http_requests_total",
+        "HTTP/JSON API calls by route and HTTP status"
+    );
+    describe_gauge!(
+        "raftlock_build_info",
+        "Always 1; the labels say which build runs (version)"
+    );
+    describe_histogram!(
+        "raftlock_lock_hold_seconds",
+        Unit::Seconds,
+        "How long a grant was held, from its grant to its release (or its session's end)"
+    );
+    describe_gauge!(
+        "raftlock_lock_oldest_hold_seconds",
+        Unit::Seconds,
+        "Age of the oldest grant held now (0 when none)"
+    );
+    describe_histogram!(
+        "raftlock_lock_queue_position",
+        Unit::Count,
+        "Place in its lock's queue of each acquisition that had to wait (1 = first in line)"
+    );
+    describe_gauge!(
+        "raftlock_data_dir_free_bytes",
+        Unit::Bytes,
+        "Space left for unprivileged writes on the data dir's file system"
+    );
+    describe_gauge!(
+        "raftlock_data_dir_size_bytes",
+        Unit::Bytes,
+        "Size of the data dir's file system"
+    );
+    describe_gauge!(
+        "raftlock_tls_cert_expiry_timestamp_seconds",
+        Unit::Seconds,
+        "When the certificate served on a port (label port: client, peer) expires, Unix seconds"
+    );
+    describe_counter!(
         "raftlock_grpc_requests_total",
         "Client gRPC requests by method and status code (a call on a Lock/Pipeline stream counts under its own method)"
     );
@@ -139,11 +223,13 @@ fn describe() {
 
 /// Keeps the Raft and state-machine gauges current, and counts grants and
 /// session ends as entries are applied. Runs until the Raft stops.
-pub async fn track(node: Arc<Node>) {
+pub async fn track(node: Arc<Node>, data_dir: std::path::PathBuf) {
     let mut raft = node.raft.metrics();
     let mut changes = node.state.subscribe();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut leader = None;
+    let mut holds = Holds::default();
+    holds.reload(&node);
     loop {
         tokio::select! {
             r = raft.changed() => {
@@ -171,7 +257,11 @@ pub async fn track(node: Arc<Node>) {
                     if let Change::Applied { outcome, .. } = &*c {
                         for e in &outcome.events {
                             match e {
-                                Event::Granted(_) => counter!("raftlock_grants_total").increment(1),
+                                Event::Granted(g) => {
+                                    counter!("raftlock_grants_total").increment(1);
+                                    holds.granted(g.token, g.granted_at_ms);
+                                }
+                                Event::Released { token, .. } => holds.released(*token),
                                 Event::SessionEnded { reason, .. } => {
                                     let reason = match reason {
                                         EndReason::Closed => "closed",
@@ -183,8 +273,12 @@ pub async fn track(node: Arc<Node>) {
                             }
                         }
                     }
+                    if let Change::Restored = &*c {
+                        holds.reload(&node);
+                    }
                 }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                // Events were missed: the grants held now are in the state.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => holds.reload(&node),
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             },
             _ = tick.tick() => {
@@ -192,6 +286,54 @@ pub async fn track(node: Arc<Node>) {
                 gauge!("raftlock_sessions").set(sessions as f64);
                 gauge!("raftlock_locks").set(locks as f64);
                 gauge!("raftlock_waiters").set(waiters as f64);
+                gauge!("raftlock_lock_oldest_hold_seconds").set(holds.oldest_age_seconds());
+                if let Ok(fs) = nix::sys::statvfs::statvfs(&data_dir) {
+                    let block = fs.fragment_size() as f64;
+                    gauge!("raftlock_data_dir_free_bytes").set(fs.blocks_available() as f64 * block);
+                    gauge!("raftlock_data_dir_size_bytes").set(fs.blocks() as f64 * block);
+                }
+            }
+        }
+    }
+}
+
+/// The grants held now, by token, with when each was granted: for the
+/// hold-time histogram and the age of the oldest hold.
+#[derive(Default)]
+struct Holds {
+    by_token: std::collections::HashMap<u64, u64>,
+    by_age: std::collections::BTreeSet<(u64, u64)>,
+}
+
+impl Holds {
+    fn granted(&mut self, token: u64, at_ms: u64) {
+        if self.by_token.insert(token, at_ms).is_none() {
+            self.by_age.insert((at_ms, token));
+        }
+    }
+
+    fn released(&mut self, token: u64) {
+        if let Some(at_ms) = self.by_token.remove(&token) {
+            self.by_age.remove(&(at_ms, token));
+            let held_ms = crate::batch::now_ms().saturating_sub(at_ms);
+            metrics::histogram!("raftlock_lock_hold_seconds").record(held_ms as f64 / 1000.0);
+        }
+    }
+
+    fn oldest_age_seconds(&self) -> f64 {
+        self.by_age.first().map_or(0.0, |(at_ms, _)| {
+            crate::batch::now_ms().saturating_sub(*at_ms) as f64 / 1000.0
+        })
+    }
+
+    /// Starts over from the applied state (at start, after a snapshot is
+    /// installed, or when events were missed).
+    fn reload(&mut self, node: &Node) {
+        *self = Holds::default();
+        let state = node.state.read();
+        for lock in state.machine.list("", "", usize::MAX) {
+            for g in lock.holders {
+                self.granted(g.token, g.granted_at_ms);
             }
         }
     }
@@ -279,78 +421,4 @@ async fn ready(State(s): State<AdminState>) -> (StatusCode, String) {
         StatusCode::OK,
         format!("ready: leader {leader}, applied {applied}\n"),
     )
-}
-
-/// A tower layer counting client requests by gRPC method and status code.
-/// The code is read from the response headers, where tonic puts it for
-/// every failed call (trailers-only responses); a call without it there
-/// succeeded or, for a stream, failed later.
-#[derive(Clone, Default)]
-pub struct GrpcMetricsLayer;
-
-impl<S> tower::Layer<S> for GrpcMetricsLayer {
-    type Service = GrpcMetrics<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        GrpcMetrics { inner }
-    }
-}
-
-/// The service of [`GrpcMetricsLayer`].
-#[derive(Clone)]
-pub struct GrpcMetrics<S> {
-    inner: S,
-}
-
-impl<S, B, RB> tower::Service<http::Request<B>> for GrpcMetrics<S>
-where
-    S: tower::Service<http::Request<B>, Response = http::Response<RB>>,
-    S::Future: Send + 'static,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
-    >;
-
-    fn poll_ready(
-        &mut self,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: http::Request<B>) -> Self::Future {
-        let grpc = req
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
-        if !grpc {
-            // The HTTP API counts its own calls (raftlock_http_requests_total).
-            return Box::pin(self.inner.call(req));
-        }
-        // "/raftlock.v1.Lock/Acquire" -> "Lock/Acquire"
-        let method = req
-            .uri()
-            .path()
-            .trim_start_matches('/')
-            .trim_start_matches("raftlock.v1.")
-            .to_owned();
-        let fut = self.inner.call(req);
-        Box::pin(async move {
-            let res = fut.await;
-            let code = match &res {
-                Ok(r) => r
-                    .headers()
-                    .get("grpc-status")
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.parse::<i32>().ok())
-                    .map(|c| format!("{:?}", tonic::Code::from_i32(c)))
-                    .unwrap_or_else(|| "Ok".into()),
-                Err(_) => "TransportError".into(),
-            };
-            counter!("raftlock_grpc_requests_total", "method" => method, "code" => code)
-                .increment(1);
-            res
-        })
-    }
 }

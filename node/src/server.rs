@@ -275,7 +275,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
             ));
     let client_router = client_builder
         .accept_http1(true)
-        .layer(crate::admin::GrpcMetricsLayer)
+        .layer(crate::grpc::metrics::GrpcMetricsLayer)
         .layer(ConnectionLimitLayer {
             counts: node.connections.clone(),
             limit: limits.max_concurrent_requests_per_connection,
@@ -293,7 +293,11 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     };
     let servers = vec![tokio::spawn(peer_server), client_server];
     let handle = crate::admin::recorder();
-    tokio::spawn(crate::admin::track(node.clone()));
+    tokio::spawn(crate::admin::track(node.clone(), config.data_dir.clone()));
+    for (port, expiry) in config.tls.expiries() {
+        metrics::gauge!("raftlock_tls_cert_expiry_timestamp_seconds", "port" => port)
+            .set(expiry as f64);
+    }
     if let Some(addr) = &config.listen_metrics {
         let listener = bind(addr).await?;
         let (node, stopped) = (node.clone(), stop.subscribe());

@@ -169,6 +169,28 @@ impl Tls {
         ))))
     }
 
+    /// When each port's served certificate expires (Unix seconds), for the
+    /// certificate-expiry alert.
+    pub fn expiries(&self) -> Vec<(&'static str, i64)> {
+        let not_after = |pem: &[u8]| {
+            let (_, pem) = x509_parser::pem::parse_x509_pem(pem).ok()?;
+            let cert = pem.parse_x509().ok()?;
+            Some(cert.validity().not_after.timestamp())
+        };
+        let mut out = Vec::new();
+        if let Some(t) = self
+            .client
+            .as_ref()
+            .and_then(|(cert, _, _)| not_after(cert))
+        {
+            out.push(("client", t));
+        }
+        if let Some(t) = self.peer.as_ref().and_then(|(cert, _, _)| not_after(cert)) {
+            out.push(("peer", t));
+        }
+        out
+    }
+
     /// TLS for the client listener, if configured.
     pub fn client_server(&self) -> Option<ServerTlsConfig> {
         self.client.as_ref().map(|(cert, key, ca)| {

@@ -5,5 +5,6 @@ pub mod cluster;
 pub mod convert;
 pub mod election;
 pub mod lock;
+pub mod metrics;
 pub mod raft;
 pub mod session;

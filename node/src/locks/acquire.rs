@@ -79,6 +79,7 @@ impl Locks {
             (_, Reply::Acquired(g)) => return Ok(Acquired::Granted(g)),
             (_, Reply::Busy { holders }) => return Ok(Acquired::Busy(holders)),
             (_, Reply::Queued { position }) => {
+                metrics::histogram!("raftlock_lock_queue_position").record(position as f64);
                 tracing::debug!(position, "queued");
             }
             (_, other) => return Err(unexpected(other)),

@@ -6,7 +6,7 @@
 //! queue, rechecks after a missed wake-up, the span of the request — is
 //! decided here, once.
 //!
-//! Transports keep what is theirs: credentials into a [`Caller`],
+//! Transports keep what is theirs: credentials into a [`Caller`](crate::auth::Caller),
 //! per-connection slots, stream plumbing.
 
 mod acquire;

@@ -2,4 +2,5 @@
 //!
 //! One test binary per area; each module is one topic.
 
+mod dashboard;
 mod observability;
