@@ -2,7 +2,7 @@
 # Builds the image raftlock:dev without pulling anything: the release
 # binaries and exactly the shared libraries they load (plus glibc's
 # name-service modules, so host names resolve inside containers) become a
-# root filesystem imported with `docker import`; deploy/Dockerfile then adds
+# root filesystem imported with `docker import`; deploy/Dockerfile.local then adds
 # the user, volume, ports and health check on top of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,5 +47,5 @@ tar --numeric-owner --owner=0 --group=0 -C "$root" --exclude=./data -cf "$root.t
 tar --numeric-owner --owner=10001 --group=10001 -C "$root" -rf "$root.tar" ./data
 docker import "$root.tar" raftlock-rootfs:dev >/dev/null
 rm -f "$root.tar"
-docker build -q -t raftlock:dev -f deploy/Dockerfile deploy >/dev/null
+docker build -q -t raftlock:dev -f deploy/Dockerfile.local deploy >/dev/null
 echo "built raftlock:dev ($(docker image inspect raftlock:dev --format '{{.Size}}') bytes)"

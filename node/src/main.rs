@@ -52,7 +52,7 @@ struct HealthcheckArgs {
     #[arg(
         long,
         env = "RAFTLOCK_LISTEN_METRICS",
-        default_value = "127.0.0.1:9100"
+        default_value = "127.0.0.1:7200"
     )]
     listen_metrics: String,
     /// The path: /ready (serving as a member) or /health (process up).
