@@ -192,6 +192,10 @@ fn describe() {
         "When the certificate served on a port (label port: client, peer) expires, Unix seconds"
     );
     describe_counter!(
+        "raftlock_reloads_total",
+        "Certificate and auth file reloads, by what (auth, client_tls) and result (ok, refused)"
+    );
+    describe_counter!(
         "raftlock_grpc_requests_total",
         "Client gRPC requests by method and status code (a call on a Lock/Pipeline stream counts under its own method)"
     );

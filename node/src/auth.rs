@@ -392,14 +392,24 @@ pub fn caller<T>(req: &Request<T>) -> Result<Arc<Caller>, Status> {
         })
 }
 
+/// The auth file in force, replaced whole when it is read again (SIGHUP,
+/// or the file changed): a request sees the old file or the new one,
+/// never a mix.
+pub type SharedAuth = Arc<arc_swap::ArcSwap<Authenticator>>;
+
+/// A [`SharedAuth`] holding `auth`.
+pub fn shared(auth: Authenticator) -> SharedAuth {
+    Arc::new(arc_swap::ArcSwap::from_pointee(auth))
+}
+
 /// A tonic interceptor that authenticates every request and attaches the
 /// [`Caller`] for the service to check.
 #[derive(Clone)]
-pub struct Authenticate(pub Arc<Authenticator>);
+pub struct Authenticate(pub SharedAuth);
 
 impl tonic::service::Interceptor for Authenticate {
     fn call(&mut self, mut req: Request<()>) -> Result<Request<()>, Status> {
-        let caller = self.0.authenticate(&req).inspect_err(|s| {
+        let caller = self.0.load().authenticate(&req).inspect_err(|s| {
             metrics::counter!("raftlock_auth_failures_total").increment(1);
             tracing::info!(remote = ?req.remote_addr(), reason = %s.message(), "request refused: not authenticated");
         })?;

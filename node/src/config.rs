@@ -371,6 +371,8 @@ pub struct NodeConfig {
     pub auth_file: Option<PathBuf>,
     /// TLS material.
     pub tls: crate::tls::Tls,
+    /// Where the TLS material came from, to read it again on SIGHUP.
+    pub tls_files: crate::tls::TlsArgs,
     /// Limits against exhaustion.
     pub limits: crate::limits::Limits,
 }
@@ -552,6 +554,7 @@ impl Settings {
             listen_metrics: self.listen_metrics,
             auth_file: self.auth_file,
             tls: self.tls.resolve()?,
+            tls_files: self.tls.clone(),
             limits: self.limits.check()?,
         })
     }

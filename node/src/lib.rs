@@ -30,6 +30,7 @@ pub mod locks;
 pub mod network;
 pub mod node;
 pub mod peer_codec;
+pub mod reload;
 pub mod server;
 pub mod tls;
 pub mod transfer;

@@ -86,7 +86,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     plant_from_env(&mut log).await?;
     let log_stats = log.stats();
     let shared = sm.shared();
-    let auth = Arc::new(match &config.auth_file {
+    let auth = crate::auth::shared(match &config.auth_file {
         Some(path) => Authenticator::load(path).map_err(|e| StartError::Auth(e.to_string()))?,
         None => Authenticator::disabled(),
     });
@@ -193,7 +193,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     // Peers are trusted as a whole (their Raft messages could do anything):
     // the peer port is protected by mutual TLS with the cluster CA, or by
     // the network. Cluster calls arriving there act with full rights.
-    let peer_caller = Authenticate(Arc::new(Authenticator::disabled()));
+    let peer_caller = Authenticate(crate::auth::shared(Authenticator::disabled()));
     let peer_server = peer_builder
         .add_service(
             RaftServer::new(PeerService::new(raft.clone(), stopped.clone()))
@@ -239,11 +239,19 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
                 .saturating_add(64),
         );
     // TLS on the client port is ours rather than tonic's, so that it can
-    // offer HTTP/1.1 beside h2 (see Tls::client_acceptor).
-    let tls_acceptor = config
+    // offer HTTP/1.1 beside h2 (see Tls::client_server_config), and so
+    // that its certificates can be replaced without a restart.
+    let client_tls = config
         .tls
-        .client_acceptor()
-        .map_err(|e| StartError::Tls(format!("client port: {e}")))?;
+        .client_server_config()
+        .map_err(|e| StartError::Tls(format!("client port: {e}")))?
+        .map(|c| Arc::new(arc_swap::ArcSwap::new(c)));
+    tokio::spawn(crate::reload::run(
+        config.clone(),
+        auth.clone(),
+        client_tls.clone(),
+        stop.subscribe(),
+    ));
     let authenticate = Authenticate(auth.clone());
     let max = limits.max_request_bytes;
     // One port for gRPC and the HTTP/JSON API: requests are routed by path
@@ -281,16 +289,17 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
             limit: limits.max_concurrent_requests_per_connection,
         })
         .add_routes(routes);
-    let client_server = match tls_acceptor {
-        Some(acceptor) => tokio::spawn(client_router.serve_with_incoming_shutdown(
-            tls_incoming(client_listener, acceptor),
-            shutdown(stopped),
-        )),
-        None => tokio::spawn(
-            client_router
-                .serve_with_incoming_shutdown(incoming(client_listener), shutdown(stopped)),
-        ),
-    };
+    let client_server =
+        match client_tls {
+            Some(tls) => tokio::spawn(client_router.serve_with_incoming_shutdown(
+                tls_incoming(client_listener, tls),
+                shutdown(stopped),
+            )),
+            None => tokio::spawn(
+                client_router
+                    .serve_with_incoming_shutdown(incoming(client_listener), shutdown(stopped)),
+            ),
+        };
     let servers = vec![tokio::spawn(peer_server), client_server];
     let handle = crate::admin::recorder();
     tokio::spawn(crate::admin::track(node.clone(), config.data_dir.clone()));
@@ -315,7 +324,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         metrics = config.listen_metrics.as_deref().unwrap_or("off"),
         client_tls = config.tls.client_enabled(),
         peer_tls = config.tls.peer_client().is_some(),
-        auth = auth.enabled(),
+        auth = auth.load().enabled(),
         data_dir = %config.data_dir.display(),
         "raftlockd serving"
     );
@@ -342,7 +351,7 @@ fn incoming(listener: TcpListener) -> TcpIncoming {
 /// in time. Ends when the server stops taking connections.
 fn tls_incoming(
     listener: TcpListener,
-    acceptor: tokio_rustls::TlsAcceptor,
+    tls: Arc<arc_swap::ArcSwap<tokio_rustls::rustls::ServerConfig>>,
 ) -> impl futures::Stream<
     Item = Result<tokio_rustls::server::TlsStream<tokio::net::TcpStream>, std::io::Error>,
 > {
@@ -363,7 +372,9 @@ fn tls_incoming(
                 }
             };
             let _ = tcp.set_nodelay(true);
-            let (acceptor, tx) = (acceptor.clone(), tx.clone());
+            // The configuration in force now: a reload applies to the
+            // connections that come after it.
+            let (acceptor, tx) = (tokio_rustls::TlsAcceptor::from(tls.load_full()), tx.clone());
             tokio::spawn(async move {
                 match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
                     Ok(Ok(tls)) => {

@@ -124,11 +124,13 @@ impl TlsArgs {
 }
 
 impl Tls {
-    /// The client port's TLS acceptor, if TLS is on there. It offers both
+    /// The client port's TLS configuration, if TLS is on there. It offers both
     /// HTTP/2 (gRPC) and HTTP/1.1 (the JSON API: `fetch` and most HTTP
     /// clients speak 1.1) by ALPN; tonic's own acceptor offers only h2.
     /// A client certificate signed by `--tls-ca` is asked for, not required.
-    pub fn client_acceptor(&self) -> Result<Option<tokio_rustls::TlsAcceptor>, ConfigError> {
+    pub fn client_server_config(
+        &self,
+    ) -> Result<Option<std::sync::Arc<tokio_rustls::rustls::ServerConfig>>, ConfigError> {
         use tokio_rustls::rustls::pki_types::pem::PemObject;
         use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
         use tokio_rustls::rustls::{server::WebPkiClientVerifier, RootCertStore, ServerConfig};
@@ -164,9 +166,7 @@ impl Tls {
             .with_single_cert(chain, key)
             .map_err(|e| bad("--tls-cert", &e))?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        Ok(Some(tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(
-            config,
-        ))))
+        Ok(Some(std::sync::Arc::new(config)))
     }
 
     /// When each port's served certificate expires (Unix seconds), for the

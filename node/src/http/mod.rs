@@ -16,7 +16,7 @@ mod error;
 
 pub use error::HttpError;
 
-use crate::auth::{Authenticator, Caller};
+use crate::auth::{Caller, SharedAuth};
 use crate::grpc::convert::{grant, summary, waiter};
 use crate::locks::{Acquired, Locks};
 use axum::body::Bytes;
@@ -35,12 +35,12 @@ use std::sync::Arc;
 #[derive(Clone)]
 struct Api {
     locks: Locks,
-    auth: Arc<Authenticator>,
+    auth: SharedAuth,
 }
 
 /// The HTTP API's routes, for the client port's router. Bodies above
 /// `max_body` bytes are refused with 413.
-pub fn router(locks: Locks, auth: Arc<Authenticator>, max_body: usize) -> Router {
+pub fn router(locks: Locks, auth: SharedAuth, max_body: usize) -> Router {
     let api = Api { locks, auth };
     Router::new()
         .route("/v1/session/create", post(create_session))
@@ -102,6 +102,7 @@ where
         // client certificate.
         let caller = api
             .auth
+            .load()
             .authenticate(&tonic::Request::from_http(axum::http::Request::from_parts(
                 parts.clone(),
                 (),

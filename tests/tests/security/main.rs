@@ -5,5 +5,6 @@
 mod auth;
 mod hostile;
 mod limits;
+mod reload;
 mod support;
 mod tls;

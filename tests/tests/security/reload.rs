@@ -1,0 +1,165 @@
+//! Certificates and the auth file replaced without a restart, under load:
+//! a rotated client-port certificate and a new auth file take effect on
+//! SIGHUP (and when the files change), a broken new auth file is refused
+//! with the old one kept, and the client running throughout sees no error.
+
+use crate::support::*;
+use raftlock_tests::{http_get, metric};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+fn hangup(cluster: &Cluster) {
+    for n in cluster.nodes() {
+        if let Some(pid) = n.pid() {
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGHUP,
+            )
+            .expect("SIGHUP to a node this test started");
+        }
+    }
+}
+
+/// `raftlock_reloads_total{what, result}` summed over the nodes.
+async fn reloads(cluster: &Cluster, what: &str, result: &str) -> f64 {
+    let mut total = 0.0;
+    for n in cluster.nodes() {
+        let (_, text) = http_get(n.metrics_addr.as_deref().expect("metrics"), "/metrics")
+            .await
+            .unwrap();
+        total += metric(
+            &text,
+            &format!(r#"raftlock_reloads_total{{what="{what}",result="{result}"}}"#),
+        )
+        .unwrap_or(0.0);
+    }
+    total
+}
+
+/// Waits until the nodes' reloads of `what` with `result` reach `total`.
+async fn wait_for_reloads(cluster: &Cluster, what: &str, result: &str, total: f64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while reloads(cluster, what, result).await < total {
+        assert!(
+            Instant::now() < deadline,
+            "{what} {result}: fewer than {total} reloads within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn certificates_and_the_auth_file_rotate_under_load_without_an_error() {
+    let certs = tempfile::tempdir().unwrap();
+    let dir = certs.path().join("ours");
+    make_certs(&dir, &["127.0.0.1", "localhost"]);
+    let auth = auth_file(certs.path());
+    let mut flags = tls_flags(&dir);
+    flags.extend(["--auth-file".into(), auth.display().to_string()]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let cluster = Cluster::start_secure(
+        3,
+        &flags,
+        Access {
+            ca_pem: Some(read(dir.join("ca.pem"))),
+            token: Some("token-root".into()),
+        },
+    )
+    .await;
+
+    // Load for the whole test: one client locking and releasing.
+    let client = cluster.client().await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (done, errors) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let load = {
+        let (stop, done, errors) = (stop.clone(), done.clone(), errors.clone());
+        tokio::spawn(async move {
+            let session = client.session(Duration::from_secs(10)).await.unwrap();
+            while !stop.load(Ordering::SeqCst) {
+                let r = async {
+                    let g = session.lock("reload/x").acquire().await?;
+                    g.release().await
+                }
+                .await;
+                match r {
+                    Ok(()) => done.fetch_add(1, Ordering::SeqCst),
+                    Err(e) => {
+                        eprintln!("load: {e}");
+                        errors.fetch_add(1, Ordering::SeqCst)
+                    }
+                };
+            }
+            session.close().await.unwrap();
+        })
+    };
+
+    // A new certificate from the same CA, written over the old files: the
+    // nodes notice the change by themselves.
+    let before = reloads(&cluster, "client_tls", "ok").await;
+    make_certs(&dir, &["127.0.0.1", "localhost", "raftlock.example"]);
+    wait_for_reloads(&cluster, "client_tls", "ok", before + 3.0).await;
+    // New connections get the new certificate and work.
+    let fresh = client_as(&cluster, "token-root").await;
+    let s = fresh.session(Duration::from_secs(5)).await.unwrap();
+    s.lock("reload/fresh")
+        .acquire()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    s.close().await.unwrap();
+
+    // A new identity, on SIGHUP.
+    let text = std::fs::read_to_string(&auth).unwrap()
+        + &format!(
+            "\n[[identities]]\nname = \"late\"\ntoken_sha256 = \"{}\"\nroles = [\"team-a\"]\n",
+            hash("token-late")
+        );
+    let before = reloads(&cluster, "auth", "ok").await;
+    std::fs::write(&auth, text).unwrap();
+    hangup(&cluster);
+    wait_for_reloads(&cluster, "auth", "ok", before + 3.0).await;
+    let late = client_as(&cluster, "token-late").await;
+    let s = late.session(Duration::from_secs(5)).await.unwrap();
+    s.lock("team-a/late")
+        .acquire()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    s.close().await.unwrap();
+
+    // A broken auth file is refused and the one in force stays.
+    std::fs::write(&auth, "[[identities]\nthis is not TOML").unwrap();
+    hangup(&cluster);
+    wait_for_reloads(&cluster, "auth", "refused", 3.0).await;
+    let still = client_as(&cluster, "token-late").await;
+    let s = still.session(Duration::from_secs(5)).await.unwrap();
+    s.close().await.unwrap();
+    for n in cluster.nodes() {
+        assert!(
+            cluster
+                .log_of(n.id)
+                .contains("new auth file refused; the previous one stays in force"),
+            "node {} logs the refusal",
+            n.id
+        );
+    }
+
+    stop.store(true, Ordering::SeqCst);
+    load.await.unwrap();
+    println!(
+        "INFO {} acquire+release under rotation, {} errors",
+        done.load(Ordering::SeqCst),
+        errors.load(Ordering::SeqCst)
+    );
+    assert!(done.load(Ordering::SeqCst) > 10, "the load ran");
+    assert_eq!(
+        errors.load(Ordering::SeqCst),
+        0,
+        "no client error during the rotations"
+    );
+}
