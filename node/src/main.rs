@@ -40,6 +40,11 @@ enum Command {
     /// for a new cluster; run it for every node of the new cluster with the
     /// same file and --initial-cluster, then start the nodes normally.
     Restore(RestoreArgs),
+    /// Quorum loss: turn this stopped node's data dir into a one-node
+    /// cluster with the same sessions and locks, from which the others are
+    /// added back (docs/operations.md, "Losing a majority"). The old data
+    /// dir is kept beside it.
+    Recover(RecoverArgs),
     /// Probe this node's admin listener (for container HEALTHCHECKs, which
     /// may have no shell or curl): exit 0 if /ready (or --path) answers
     /// 200.
@@ -84,6 +89,73 @@ async fn healthcheck(a: HealthcheckArgs) -> anyhow::Result<()> {
         anyhow::bail!("{}{}: {status} {body}", addr, a.path);
     }
     println!("{body}");
+    Ok(())
+}
+
+#[derive(clap::Args)]
+struct RecoverArgs {
+    /// Required: this forgets the other members and may lose what only
+    /// they had stored.
+    #[arg(long, required = true)]
+    force_new_cluster: bool,
+    /// This node's id.
+    #[arg(long)]
+    id: u64,
+    /// This node's data dir (the node must be stopped).
+    #[arg(long)]
+    data_dir: std::path::PathBuf,
+    /// The new one-node cluster: `ID=peer_addr/client_addr` of this node.
+    #[arg(long)]
+    initial_cluster: String,
+    /// Log entries left unused between this node's last entry and the new
+    /// cluster's first, so that a token the lost members issued from
+    /// entries this node never saw cannot be issued again: at least how
+    /// far this node may have trailed them.
+    #[arg(long, default_value_t = 1_000_000)]
+    token_gap: u64,
+}
+
+async fn recover(a: RecoverArgs) -> anyhow::Result<()> {
+    use raftlock_node::config::{cluster_id, parse_initial_cluster};
+    use raftlock_store::{backup, data_dir::DataDir};
+    anyhow::ensure!(a.force_new_cluster, "recover needs --force-new-cluster");
+    let members = parse_initial_cluster(&a.initial_cluster).context("--initial-cluster")?;
+    anyhow::ensure!(
+        members.len() == 1 && members.contains_key(&a.id),
+        "--initial-cluster must name this node ({}) alone: the others are added back afterwards",
+        a.id
+    );
+    let (machine, last_index) = {
+        let old = DataDir::open(&a.data_dir, a.id, None)?;
+        anyhow::ensure!(
+            !old.is_fresh(),
+            "{} holds no data to recover",
+            a.data_dir.display()
+        );
+        backup::export_everything(&old).await?
+    };
+    let floor = last_index
+        .checked_add(a.token_gap)
+        .context("--token-gap is too large")?;
+    let now = raftlock_node::batch::now_ms();
+    let kept = a
+        .data_dir
+        .with_extension(format!("before-recovery-{}", now / 1000));
+    std::fs::rename(&a.data_dir, &kept)
+        .with_context(|| format!("cannot move {} aside", a.data_dir.display()))?;
+    let data = DataDir::open(&a.data_dir, a.id, Some(&cluster_id(&members)))?;
+    let bytes = backup::encode(&machine, floor, now, "recovered");
+    backup::seed(&data, &bytes, raftlock_node::config::member_nodes(&members)).await?;
+    println!(
+        "node {} is now a one-node cluster with the state of index {last_index} ({} sessions, {} locks); \
+         new entries and tokens start above index {floor}. The old data dir is kept at {}. \
+         Start the node with --initial-cluster {}, then add the others back as learners and promote them.",
+        a.id,
+        machine.counts().0,
+        machine.counts().1,
+        kept.display(),
+        a.initial_cluster
+    );
     Ok(())
 }
 
@@ -179,6 +251,10 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Restore(args)) => {
             init_logging("text", Some("warn"));
             restore(args).await
+        }
+        Some(Command::Recover(args)) => {
+            init_logging("text", Some("warn"));
+            recover(args).await
         }
         None if cli.node.print_config => {
             print!(

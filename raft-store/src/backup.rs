@@ -110,6 +110,29 @@ pub fn decode(bytes: &[u8]) -> Result<(BackupHeader, LeaseMachine), BackupError>
     Ok((header, machine))
 }
 
+/// Everything the data dir `data` holds, as a lease machine and the index
+/// of its last entry: its snapshot, then every entry of its log applied,
+/// committed or not. A node recovering alone from a lost quorum keeps
+/// whatever it has; what only the lost nodes had is gone either way. The
+/// data dir is read, not changed (the node must not be running).
+pub async fn export_everything(data: &DataDir) -> Result<(LeaseMachine, u64), BackupError> {
+    use openraft::storage::RaftLogReader;
+    let (mut log, mut sm) = crate::open_storage(data)?;
+    let (applied, _) = sm.applied_state().await?;
+    let last = log.get_log_state().await?.last_log_id;
+    let from = applied.map_or(0, |l| l.index + 1);
+    if let Some(last) = last {
+        if last.index >= from {
+            let entries = log.try_get_log_entries(from..=last.index).await?;
+            sm.apply(entries).await?;
+        }
+    }
+    let shared = sm.shared();
+    let state = shared.read();
+    let index = state.last_applied.map_or(0, |l| l.index);
+    Ok((state.machine.clone(), index))
+}
+
 /// Seeds the empty data dir `data` with `backup` for a new cluster of
 /// `members`. Returns the index the new cluster starts after.
 pub async fn seed(

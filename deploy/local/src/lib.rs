@@ -397,6 +397,13 @@ impl LocalCluster {
         Ok(())
     }
 
+    /// Node `id` starts without `--initial-cluster` from now on: its data
+    /// dir says which cluster it belongs to (after `raftlockd recover`, say,
+    /// which makes it a cluster of its own).
+    pub fn detach_from_initial_cluster(&mut self, id: u64) {
+        self.node_mut(id).joiner = true;
+    }
+
     /// Environment added to node `id` from its next start on (replacing
     /// what was set before): a skewed clock under libfaketime, say.
     pub fn set_node_env(&mut self, id: u64, env: Vec<(OsString, OsString)>) {

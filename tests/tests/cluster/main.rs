@@ -6,6 +6,7 @@ mod backup;
 mod graceful;
 mod membership;
 mod migration;
+mod recovery;
 mod replication;
 mod restart;
 mod snapshots;
