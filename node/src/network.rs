@@ -39,8 +39,9 @@ pub struct PeerNetwork {
     /// then tell nodes apart; on loopback the kernel would otherwise pick
     /// 127.0.0.1 for every node.
     local_ip: Option<std::net::IpAddr>,
-    /// Mutual TLS with the cluster CA, when the peer port uses it.
-    tls: Option<tonic::transport::ClientTlsConfig>,
+    /// Mutual TLS with the cluster CA, when the peer port uses it;
+    /// replaced whole on a reload.
+    tls: Option<Arc<arc_swap::ArcSwap<tonic::transport::ClientTlsConfig>>>,
     /// This node's durable log point: the commit index sent to followers
     /// never passes it (see `Wal::flush_leader_appends_in_parallel`).
     flushed: Option<tokio::sync::watch::Receiver<Option<LogId>>>,
@@ -57,8 +58,22 @@ impl PeerNetwork {
             .filter(|ip| !ip.is_unspecified());
         PeerNetwork {
             local_ip,
-            tls,
+            tls: tls.map(|t| Arc::new(arc_swap::ArcSwap::from_pointee(t))),
             ..Default::default()
+        }
+    }
+
+    /// Uses `tls` for the connections made from now on (a reload of the
+    /// peer certificates). The cached channels are dropped so the next
+    /// call to each peer connects again with it; calls in flight finish on
+    /// their old connection. Does nothing when the peer port has no TLS.
+    pub fn replace_tls(&self, tls: tonic::transport::ClientTlsConfig) {
+        if let Some(current) = &self.tls {
+            current.store(Arc::new(tls));
+            self.channels
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clear();
         }
     }
 
@@ -82,7 +97,7 @@ impl PeerNetwork {
         let scheme = if self.tls.is_some() { "https" } else { "http" };
         let mut endpoint = Endpoint::from_shared(format!("{scheme}://{addr}"))?;
         if let Some(tls) = &self.tls {
-            endpoint = endpoint.tls_config(tls.clone())?;
+            endpoint = endpoint.tls_config(tls.load().as_ref().clone())?;
         }
         let channel = endpoint
             .connect_timeout(Duration::from_millis(500))

@@ -4,13 +4,14 @@
 //! file that cannot be used is refused with a log line and the one in force
 //! stays; a reload never turns TLS or authentication on or off.
 //!
-//! What is reloaded: the client port's certificate, key and CA (new
-//! connections use them; open ones keep theirs) and the auth file (the
-//! next request is checked against it). The peer port's certificates are
-//! read at start only: rotate them with a rolling restart.
+//! What is reloaded: both ports' certificates, keys and CAs (new
+//! connections use them, incoming and, for the peer port, outgoing; open
+//! ones keep theirs) and the auth file (the next request is checked
+//! against it).
 
 use crate::auth::{Authenticator, SharedAuth};
 use crate::config::NodeConfig;
+use crate::network::PeerNetwork;
 use arc_swap::ArcSwap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -55,6 +56,7 @@ pub async fn run(
     config: NodeConfig,
     auth: SharedAuth,
     client_tls: Option<Arc<ArcSwap<ServerConfig>>>,
+    peer_tls: Option<(Arc<ArcSwap<ServerConfig>>, PeerNetwork)>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut files: Vec<PathBuf> = config.auth_file.iter().cloned().collect();
@@ -67,6 +69,17 @@ pub async fn run(
                 .cloned(),
         );
     }
+    if peer_tls.is_some() {
+        let t = &config.tls_files;
+        files.extend(
+            [&t.peer_tls_cert, &t.peer_tls_key, &t.peer_tls_ca]
+                .into_iter()
+                .flatten()
+                .cloned(),
+        );
+    }
+    files.sort();
+    files.dedup();
     if files.is_empty() {
         return;
     }
@@ -99,7 +112,13 @@ pub async fn run(
         // writer finish before reading.
         tokio::time::sleep(Duration::from_millis(200)).await;
         watched.changed();
-        reload(&config, &auth, client_tls.as_deref(), why);
+        reload(
+            &config,
+            &auth,
+            client_tls.as_deref(),
+            peer_tls.as_ref().map(|(t, n)| (t.as_ref(), n)),
+            why,
+        );
     }
 }
 
@@ -107,6 +126,7 @@ fn reload(
     config: &NodeConfig,
     auth: &SharedAuth,
     client_tls: Option<&ArcSwap<ServerConfig>>,
+    peer_tls: Option<(&ArcSwap<ServerConfig>, &PeerNetwork)>,
     why: &str,
 ) {
     if let Some(path) = &config.auth_file {
@@ -147,6 +167,33 @@ fn reload(
                 metrics::counter!("raftlock_reloads_total", "what" => "client_tls", "result" => "refused")
                     .increment(1);
                 warn!(why, error = %e, "new client port certificates refused; the previous ones stay in force");
+            }
+        }
+    }
+    if let Some((server, network)) = peer_tls {
+        let fresh = config
+            .tls_files
+            .resolve()
+            .and_then(|t| Ok((t.peer_server_config()?, t.peer_client(), t.expiries())));
+        match fresh {
+            Ok((Some(config), Some(client), expiries)) => {
+                server.store(config);
+                network.replace_tls(client);
+                for (port, expiry) in expiries.into_iter().filter(|(p, _)| *p == "peer") {
+                    metrics::gauge!("raftlock_tls_cert_expiry_timestamp_seconds", "port" => port)
+                        .set(expiry as f64);
+                }
+                metrics::counter!("raftlock_reloads_total", "what" => "peer_tls", "result" => "ok")
+                    .increment(1);
+                info!(why, "peer port certificates reloaded");
+            }
+            Ok(_) => {
+                warn!(why, "peer port certificates: the new settings turn TLS off, which a reload does not do; the previous certificates stay in force");
+            }
+            Err(e) => {
+                metrics::counter!("raftlock_reloads_total", "what" => "peer_tls", "result" => "refused")
+                    .increment(1);
+                warn!(why, error = %e, "new peer port certificates refused; the previous ones stay in force");
             }
         }
     }

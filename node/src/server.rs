@@ -118,11 +118,12 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     if config.leader_flush == crate::config::LeaderFlush::Parallel {
         log.flush_leader_appends_in_parallel(config.id);
     }
+    let network = PeerNetwork::new(&config.listen_peer, config.tls.peer_client())
+        .commit_at_most(log.flushed());
     let raft = Raft::new(
         config.id,
         Arc::new(raft_config),
-        PeerNetwork::new(&config.listen_peer, config.tls.peer_client())
-            .commit_at_most(log.flushed()),
+        network.clone(),
         log.clone(),
         sm,
     )
@@ -184,17 +185,19 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         b.http2_keepalive_interval(Some(Duration::from_secs(30)))
             .http2_keepalive_timeout(Some(Duration::from_secs(20)))
     };
+    // Mutual TLS on the peer port is ours too, so that its certificates
+    // can be replaced without a restart (reload.rs).
+    let peer_tls = config
+        .tls
+        .peer_server_config()
+        .map_err(|e| StartError::Tls(format!("peer port: {e}")))?
+        .map(|c| Arc::new(arc_swap::ArcSwap::new(c)));
     let mut peer_builder = keepalive(tonic::transport::Server::builder());
-    if let Some(tls) = config.tls.peer_server() {
-        peer_builder = peer_builder
-            .tls_config(tls)
-            .map_err(|e| StartError::Tls(format!("peer port: {e}")))?;
-    }
     // Peers are trusted as a whole (their Raft messages could do anything):
     // the peer port is protected by mutual TLS with the cluster CA, or by
     // the network. Cluster calls arriving there act with full rights.
     let peer_caller = Authenticate(crate::auth::shared(Authenticator::disabled()));
-    let peer_server = peer_builder
+    let peer_router = peer_builder
         .add_service(
             RaftServer::new(PeerService::new(raft.clone(), stopped.clone()))
                 .max_decoding_message_size(64 << 20)
@@ -205,8 +208,17 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         .add_service(InterceptedService::new(
             ClusterServer::new(ClusterService::new(node.clone())),
             peer_caller,
-        ))
-        .serve_with_incoming_shutdown(incoming(peer_listener), shutdown(stopped.clone()));
+        ));
+    let peer_server = match peer_tls.clone() {
+        Some(tls) => tokio::spawn(peer_router.serve_with_incoming_shutdown(
+            tls_incoming(peer_listener, tls),
+            shutdown(stopped.clone()),
+        )),
+        None => tokio::spawn(
+            peer_router
+                .serve_with_incoming_shutdown(incoming(peer_listener), shutdown(stopped.clone())),
+        ),
+    };
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<SessionServer<SessionService>>().await;
     health.set_serving::<LockServer<LockService>>().await;
@@ -250,6 +262,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         config.clone(),
         auth.clone(),
         client_tls.clone(),
+        peer_tls.map(|t| (t, network)),
         stop.subscribe(),
     ));
     let authenticate = Authenticate(auth.clone());
@@ -300,7 +313,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
                     .serve_with_incoming_shutdown(incoming(client_listener), shutdown(stopped)),
             ),
         };
-    let servers = vec![tokio::spawn(peer_server), client_server];
+    let servers = vec![peer_server, client_server];
     let handle = crate::admin::recorder();
     tokio::spawn(crate::admin::track(node.clone(), config.data_dir.clone()));
     for (port, expiry) in config.tls.expiries() {

@@ -169,6 +169,42 @@ impl Tls {
         Ok(Some(std::sync::Arc::new(config)))
     }
 
+    /// The peer port's TLS configuration, if TLS is on there: mutual, a
+    /// certificate signed by the cluster CA required of every caller.
+    pub fn peer_server_config(
+        &self,
+    ) -> Result<Option<std::sync::Arc<tokio_rustls::rustls::ServerConfig>>, ConfigError> {
+        use tokio_rustls::rustls::pki_types::pem::PemObject;
+        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        use tokio_rustls::rustls::{server::WebPkiClientVerifier, RootCertStore, ServerConfig};
+        let Some((cert, key, ca)) = &self.peer else {
+            return Ok(None);
+        };
+        let bad = |setting: &'static str, e: &dyn std::fmt::Display| ConfigError::Invalid {
+            setting,
+            reason: e.to_string(),
+        };
+        let chain = CertificateDer::pem_slice_iter(cert)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| bad("--peer-tls-cert", &e))?;
+        let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| bad("--peer-tls-key", &e))?;
+        let mut roots = RootCertStore::empty();
+        for c in CertificateDer::pem_slice_iter(ca) {
+            roots
+                .add(c.map_err(|e| bad("--peer-tls-ca", &e))?)
+                .map_err(|e| bad("--peer-tls-ca", &e))?;
+        }
+        let verifier = WebPkiClientVerifier::builder(roots.into())
+            .build()
+            .map_err(|e| bad("--peer-tls-ca", &e))?;
+        let mut config = ServerConfig::builder()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(chain, key)
+            .map_err(|e| bad("--peer-tls-cert", &e))?;
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        Ok(Some(std::sync::Arc::new(config)))
+    }
+
     /// When each port's served certificate expires (Unix seconds), for the
     /// certificate-expiry alert.
     pub fn expiries(&self) -> Vec<(&'static str, i64)> {

@@ -301,7 +301,20 @@ async fn status(State(api): State<Api>, c: Call<pb::StatusRequest>) -> Answer {
     Ok(json(&s))
 }
 
-async fn not_found(req: Request) -> HttpError {
+async fn not_found(req: Request) -> Response {
+    // A gRPC call to a method this port does not serve (a Raft call, say)
+    // gets gRPC's own answer, as before the HTTP API shared the port.
+    let grpc = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+    if grpc {
+        return tonic::Status::unimplemented(format!(
+            "{} is not served on the client port",
+            req.uri().path()
+        ))
+        .into_http::<axum::body::Body>();
+    }
     // What gRPC answers for an unknown method, with no reason to match.
     HttpError::new(
         StatusCode::NOT_FOUND,
@@ -313,4 +326,5 @@ async fn not_found(req: Request) -> HttpError {
             req.uri().path()
         ),
     )
+    .into_response()
 }

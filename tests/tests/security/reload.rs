@@ -97,8 +97,13 @@ async fn certificates_and_the_auth_file_rotate_under_load_without_an_error() {
     // A new certificate from the same CA, written over the old files: the
     // nodes notice the change by themselves.
     let before = reloads(&cluster, "client_tls", "ok").await;
+    let peer_before = reloads(&cluster, "peer_tls", "ok").await;
     make_certs(&dir, &["127.0.0.1", "localhost", "raftlock.example"]);
     wait_for_reloads(&cluster, "client_tls", "ok", before + 3.0).await;
+    // The same certificate serves the peer port: reloaded there too, and
+    // replication goes on over connections made with it.
+    wait_for_reloads(&cluster, "peer_tls", "ok", peer_before + 3.0).await;
+    let done_at_rotation = done.load(Ordering::SeqCst);
     // New connections get the new certificate and work.
     let fresh = client_as(&cluster, "token-root").await;
     let s = fresh.session(Duration::from_secs(5)).await.unwrap();
@@ -149,6 +154,10 @@ async fn certificates_and_the_auth_file_rotate_under_load_without_an_error() {
         );
     }
 
+    assert!(
+        done.load(Ordering::SeqCst) > done_at_rotation + 5,
+        "writes went on after the peer certificates were replaced"
+    );
     stop.store(true, Ordering::SeqCst);
     load.await.unwrap();
     println!(

@@ -39,7 +39,18 @@ async fn garbage_and_truncated_frames_on_both_ports_leave_every_node_up() {
             )
             .await;
             println!("OBSERVED | HTTP/1.1 GET / | {place} | {} |", ex.summary());
-            assert!(ex.closed, "{place}: HTTP/1 left the connection open");
+            if is_peer {
+                assert!(ex.closed, "{place}: HTTP/1 left the connection open");
+            } else {
+                // The client port speaks HTTP/1.1 for the JSON API: an
+                // unknown path is a 404 with a JSON reason, and the
+                // connection may stay open for the next request.
+                let answer = String::from_utf8_lossy(&ex.raw);
+                assert!(
+                    answer.starts_with("HTTP/1.1 404") && answer.contains("UNIMPLEMENTED"),
+                    "{place}: HTTP/1 GET / was not answered 404: {answer:?}"
+                );
+            }
 
             let mut bytes = PREFACE.to_vec();
             bytes.extend(garbage(2, 1024));
