@@ -113,7 +113,9 @@ impl Client {
             })
             .await
             .map_err(|s| Error::from_status(&s, None, None))?;
-        Ok(Status::from(resp.into_inner()))
+        let status = Status::from(resp.into_inner());
+        self.inner.cluster.learn_limits(status.limits.as_ref());
+        Ok(status)
     }
 
     /// Holders and waiters of a lock (a linearizable read on the leader).

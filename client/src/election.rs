@@ -76,7 +76,7 @@ impl Candidate {
     /// ```
     pub async fn campaign(self, value: impl Into<Vec<u8>>) -> Result<Leadership, Error> {
         let value = value.into();
-        let max_wait = Duration::from_millis(raftlock_proto::limits::MAX_WAIT_MS);
+        let max_wait = self.session.inner.client.inner.cluster.max_wait();
         let started = Instant::now();
         loop {
             // The server bounds one wait; an unbounded campaign queues again

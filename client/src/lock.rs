@@ -104,7 +104,7 @@ impl LockBuilder {
     pub async fn acquire(self) -> Result<LockGuard, Error> {
         let wait = self
             .timeout
-            .unwrap_or(Duration::from_millis(raftlock_proto::limits::MAX_WAIT_MS));
+            .unwrap_or_else(|| self.session.inner.client.inner.cluster.max_wait());
         match self.run(Some(wait)).await? {
             Some(g) => Ok(g),
             None => Err(Error::WaitTimedOut(String::new())),

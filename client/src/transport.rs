@@ -212,6 +212,9 @@ pub(crate) struct Cluster {
     leader: Mutex<Option<String>>,
     next: Mutex<usize>,
     pub(crate) options: Options,
+    /// The longest wait the cluster last said it accepts (its
+    /// `--max-wait-ms`), which default waits fit to.
+    max_wait: Mutex<Option<Duration>>,
 }
 
 fn normalize(endpoint: &str) -> String {
@@ -284,7 +287,25 @@ impl Cluster {
             leader: Mutex::new(None),
             next: Mutex::new(0),
             options,
+            max_wait: Mutex::new(None),
         })
+    }
+
+    /// Records the limits a node advertised (nothing from an older node).
+    pub(crate) fn learn_limits(&self, limits: Option<&crate::types::ServerLimits>) {
+        if let Some(l) = limits {
+            *self.max_wait.lock().unwrap_or_else(|p| p.into_inner()) = Some(l.max_wait);
+        }
+    }
+
+    /// The longest wait to ask for when the caller set none: the cluster's
+    /// own limit when it said one, else the hard ceiling every cluster
+    /// accepts at most.
+    pub(crate) fn max_wait(&self) -> Duration {
+        self.max_wait
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or(Duration::from_millis(raftlock_proto::limits::MAX_WAIT_MS))
     }
 
     pub(crate) fn channel(&self, addr: &str) -> Result<Transport, Error> {

@@ -2,6 +2,7 @@
 
 use raftlock_proto::v1 as pb;
 use serde::Serialize;
+use std::time::Duration;
 
 /// How a lock is held.
 ///
@@ -203,6 +204,40 @@ pub struct Status {
     pub proposed_entries: u64,
     /// CPU time (user + system) the node's process has used, in µs.
     pub process_cpu_micros: u64,
+    /// What this node accepts (`None` from a node of an older release):
+    /// the client fits its default waits to it.
+    pub limits: Option<ServerLimits>,
+}
+
+/// A duration as whole milliseconds, as the API and the CLI's JSON say them.
+fn as_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_millis() as u64)
+}
+
+/// What the cluster accepts, as a node advertises it ([`Status::limits`]).
+///
+/// ```no_run
+/// # async fn f(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+/// if let Some(l) = client.status().await?.limits {
+///     println!("waits up to {:?}, TTLs {:?}..={:?}", l.max_wait, l.min_ttl, l.max_ttl);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ServerLimits {
+    /// The longest wait an acquire or campaign may ask for.
+    #[serde(rename = "max_wait_ms", serialize_with = "as_ms")]
+    pub max_wait: Duration,
+    /// The shortest session TTL.
+    #[serde(rename = "min_ttl_ms", serialize_with = "as_ms")]
+    pub min_ttl: Duration,
+    /// The longest session TTL.
+    #[serde(rename = "max_ttl_ms", serialize_with = "as_ms")]
+    pub max_ttl: Duration,
+    /// The longest lock or election name, bytes.
+    pub max_name_bytes: u32,
+    /// The most holder metadata or election value, bytes.
+    pub max_metadata_bytes: u32,
 }
 
 impl From<pb::StatusResponse> for Status {
@@ -232,6 +267,16 @@ impl From<pb::StatusResponse> for Status {
             log_entries_flushed: s.log_entries_flushed,
             proposed_commands: s.proposed_commands,
             proposed_entries: s.proposed_entries,
+            limits: s
+                .limits
+                .filter(|l| l.max_wait_ms > 0)
+                .map(|l| ServerLimits {
+                    max_wait: Duration::from_millis(l.max_wait_ms),
+                    min_ttl: Duration::from_millis(l.min_ttl_ms),
+                    max_ttl: Duration::from_millis(l.max_ttl_ms),
+                    max_name_bytes: l.max_name_bytes,
+                    max_metadata_bytes: l.max_metadata_bytes,
+                }),
             process_cpu_micros: s.process_cpu_micros,
         }
     }

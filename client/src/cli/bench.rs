@@ -700,6 +700,7 @@ mod tests {
             proposed_commands: commands,
             proposed_entries: entries,
             process_cpu_micros: cpu,
+            limits: None,
         }
     }
 

@@ -99,6 +99,13 @@ pub async fn status_of(node: &Node, want_counts: bool) -> Result<StatusResponse,
         proposed_commands: node.batcher.stats().commands.load(Ordering::Relaxed),
         proposed_entries: node.batcher.stats().entries.load(Ordering::Relaxed),
         process_cpu_micros: process_cpu_micros(),
+        limits: Some(ServerLimits {
+            max_wait_ms: node.limits.max_wait_ms,
+            min_ttl_ms: node.limits.min_ttl_ms,
+            max_ttl_ms: node.limits.max_ttl_ms,
+            max_name_bytes: raftlock_proto::limits::MAX_NAME_LEN as u32,
+            max_metadata_bytes: raftlock_proto::limits::MAX_METADATA_LEN as u32,
+        }),
     };
     if let Some(c) = node
         .raft

@@ -238,3 +238,44 @@ async fn many_sessions_share_one_keepalive_stream() {
         .unwrap();
     assert!(held.is_some());
 }
+
+/// A cluster whose operator allows shorter waits than the library's own
+/// ceiling: an acquire or campaign without a timeout waits as long as the
+/// cluster allows instead of being refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn default_waits_fit_the_clusters_advertised_limit() {
+    let cluster = Cluster::start_with(3, &["--max-wait-ms", "5000"]).await;
+    let client = cluster.client().await;
+    let limits = client.status().await.unwrap().limits.expect("advertised");
+    assert_eq!(limits.max_wait, Duration::from_secs(5));
+    let (a, b) = (
+        client.session(Duration::from_secs(10)).await.unwrap(),
+        client.session(Duration::from_secs(10)).await.unwrap(),
+    );
+    let held = a.lock("limits/x").acquire().await.unwrap();
+    let waiter = tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        let r = b.lock("limits/x").acquire().await;
+        (r.map(|g| g.token()), started.elapsed())
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    held.release().await.unwrap();
+    let (got, _) = waiter.await.unwrap();
+    assert!(got.is_ok(), "a default wait was refused: {got:?}");
+    // With nobody releasing, the default wait ends at the cluster's limit.
+    let c = client.session(Duration::from_secs(10)).await.unwrap();
+    let d = client.session(Duration::from_secs(10)).await.unwrap();
+    let _held = c.lock("limits/y").acquire().await.unwrap();
+    let started = std::time::Instant::now();
+    let r = d.lock("limits/y").acquire().await;
+    assert!(
+        matches!(r, Err(raftlock_client::Error::WaitTimedOut(_))),
+        "{:?}",
+        r.map(|g| g.token())
+    );
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(4500) && waited < Duration::from_secs(15),
+        "waited {waited:?} for a 5 s limit"
+    );
+}

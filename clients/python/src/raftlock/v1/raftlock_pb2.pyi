@@ -366,7 +366,7 @@ class Member(_message.Message):
     def __init__(self, id: _Optional[int] = ..., peer_addr: _Optional[str] = ..., client_addr: _Optional[str] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
-    __slots__ = ("node_id", "role", "term", "leader_id", "leader_addr", "commit_index", "applied_index", "members", "learners", "sessions", "locks", "waiters", "log_fsyncs", "log_entries_flushed", "proposed_commands", "proposed_entries", "process_cpu_micros")
+    __slots__ = ("node_id", "role", "term", "leader_id", "leader_addr", "commit_index", "applied_index", "members", "learners", "sessions", "locks", "waiters", "log_fsyncs", "log_entries_flushed", "proposed_commands", "proposed_entries", "process_cpu_micros", "limits")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
@@ -384,6 +384,7 @@ class StatusResponse(_message.Message):
     PROPOSED_COMMANDS_FIELD_NUMBER: _ClassVar[int]
     PROPOSED_ENTRIES_FIELD_NUMBER: _ClassVar[int]
     PROCESS_CPU_MICROS_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
     node_id: int
     role: Role
     term: int
@@ -401,7 +402,22 @@ class StatusResponse(_message.Message):
     proposed_commands: int
     proposed_entries: int
     process_cpu_micros: int
-    def __init__(self, node_id: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., term: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader_addr: _Optional[str] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., learners: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., sessions: _Optional[int] = ..., locks: _Optional[int] = ..., waiters: _Optional[int] = ..., log_fsyncs: _Optional[int] = ..., log_entries_flushed: _Optional[int] = ..., proposed_commands: _Optional[int] = ..., proposed_entries: _Optional[int] = ..., process_cpu_micros: _Optional[int] = ...) -> None: ...
+    limits: ServerLimits
+    def __init__(self, node_id: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., term: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader_addr: _Optional[str] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., learners: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., sessions: _Optional[int] = ..., locks: _Optional[int] = ..., waiters: _Optional[int] = ..., log_fsyncs: _Optional[int] = ..., log_entries_flushed: _Optional[int] = ..., proposed_commands: _Optional[int] = ..., proposed_entries: _Optional[int] = ..., process_cpu_micros: _Optional[int] = ..., limits: _Optional[_Union[ServerLimits, _Mapping]] = ...) -> None: ...
+
+class ServerLimits(_message.Message):
+    __slots__ = ("max_wait_ms", "min_ttl_ms", "max_ttl_ms", "max_name_bytes", "max_metadata_bytes")
+    MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    MIN_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_NAME_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_METADATA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    max_wait_ms: int
+    min_ttl_ms: int
+    max_ttl_ms: int
+    max_name_bytes: int
+    max_metadata_bytes: int
+    def __init__(self, max_wait_ms: _Optional[int] = ..., min_ttl_ms: _Optional[int] = ..., max_ttl_ms: _Optional[int] = ..., max_name_bytes: _Optional[int] = ..., max_metadata_bytes: _Optional[int] = ...) -> None: ...
 
 class AddLearnerRequest(_message.Message):
     __slots__ = ("node_id", "peer_addr", "client_addr", "wait_caught_up")
