@@ -366,18 +366,26 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let path = self.snapshot_file.clone();
         let file_meta = meta.clone();
         let on_disk = self.on_disk.clone();
-        tokio::task::spawn_blocking(move || {
+        let written = tokio::task::spawn_blocking(move || {
             let mut on_disk = on_disk.lock().unwrap_or_else(|p| p.into_inner());
             // Never replace a newer snapshot with an older one.
             if *on_disk > file_meta.last_log_id {
-                return Ok(());
+                return Ok(None);
             }
             write_snapshot_file(&path, &file_meta, &data)?;
             *on_disk = file_meta.last_log_id;
-            Ok::<_, StorageError>(())
+            Ok::<_, StorageError>(Some(data.len()))
         })
         .await
         .map_err(|e| StorageIOError::write_snapshot(None, &e))??;
+        // The snapshot on disk is now the installed one: its size and index
+        // are what an operator sizing the data dir must see, whether this
+        // node built it or received it.
+        if let Some(bytes) = written {
+            metrics::gauge!("raftlock_snapshot_bytes").set(bytes as f64);
+            metrics::gauge!("raftlock_snapshot_index")
+                .set(meta.last_log_id.map(|l| l.index).unwrap_or(0) as f64);
+        }
         {
             let mut state = self.write();
             state.machine = machine;

@@ -29,11 +29,14 @@ pub struct ScaleFigures {
     /// Per node, after loading: resident set and its peak.
     rss_mib: Vec<f64>,
     peak_rss_mib: Vec<f64>,
-    /// Per node: the last snapshot written, and the mean and last time to
-    /// build one (serialize + write + fsync).
+    /// Per node: the last snapshot written (built or installed), and the
+    /// mean and last time to build one (serialize + write + fsync). A
+    /// follower fed by the leader's snapshots may never build one: 0 then.
     snapshot_mib: Vec<f64>,
     snapshot_build_mean_ms: Vec<f64>,
     snapshot_build_last_ms: Vec<f64>,
+    /// Per node: snapshots received from the leader.
+    snapshots_installed: Vec<f64>,
     /// Every node SIGKILLed and restarted: until a new acquire succeeds.
     restart_to_serving_ms: f64,
     /// ... and until every node reports every lock.
@@ -237,6 +240,7 @@ pub async fn scale(a: &Args, run: usize) -> anyhow::Result<RunResult> {
         snapshot_mib: vec![],
         snapshot_build_mean_ms: vec![],
         snapshot_build_last_ms: vec![],
+        snapshots_installed: vec![],
         restart_to_serving_ms: 0.0,
         restart_to_all_caught_up_ms: 0.0,
         snapshot_load_ms: vec![],
@@ -246,9 +250,10 @@ pub async fn scale(a: &Args, run: usize) -> anyhow::Result<RunResult> {
         let (now, peak) = rss(cluster.node(id).pid());
         f.rss_mib.push(mib(now));
         f.peak_rss_mib.push(mib(peak));
+        // A node that cannot be scraped is an error, not a row of zeros.
         let text = scrape(cluster.node(id).metrics_addr.as_deref().unwrap_or_default())
             .await
-            .unwrap_or_default();
+            .with_context(|| format!("metrics of node {id}"))?;
         let sum = sample(&text, "raftlock_snapshot_build_seconds_sum").unwrap_or(0.0);
         let count = sample(&text, "raftlock_snapshot_build_seconds_count").unwrap_or(0.0);
         f.snapshot_mib
@@ -260,6 +265,8 @@ pub async fn scale(a: &Args, run: usize) -> anyhow::Result<RunResult> {
         });
         f.snapshot_build_last_ms
             .push(sample(&text, "raftlock_snapshot_build_last_seconds").unwrap_or(0.0) * 1000.0);
+        f.snapshots_installed
+            .push(sample(&text, "raftlock_snapshots_installed_total").unwrap_or(0.0));
     }
 
     // The whole cluster crashes and comes back on its data dirs.
@@ -296,7 +303,7 @@ pub async fn scale(a: &Args, run: usize) -> anyhow::Result<RunResult> {
             .push(mib(rss(cluster.node(id).pid()).0));
         let text = scrape(cluster.node(id).metrics_addr.as_deref().unwrap_or_default())
             .await
-            .unwrap_or_default();
+            .with_context(|| format!("metrics of node {id} after the restart"))?;
         f.snapshot_load_ms
             .push(sample(&text, "raftlock_snapshot_load_seconds").unwrap_or(0.0) * 1000.0);
     }

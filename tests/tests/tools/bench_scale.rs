@@ -44,7 +44,6 @@ async fn scale_bench_holds_every_lock_across_a_full_restart() {
     for k in [
         "rss_mib",
         "snapshot_mib",
-        "snapshot_build_mean_ms",
         "snapshot_load_ms",
         "rss_after_restart_mib",
     ] {
@@ -52,6 +51,22 @@ async fn scale_bench_holds_every_lock_across_a_full_restart() {
         assert_eq!(v.len(), 3, "{k} per node: {m}");
         assert!(v.iter().all(|x| *x > 0.0), "{k} on every node: {m}");
     }
+    // Every node got a snapshot: built it, or (a follower that lagged
+    // behind the leader's purge) installed the leader's. Which one is up to
+    // openraft's timing; that none came is a failure either way.
+    let built = per_node("snapshot_build_mean_ms");
+    let installed = per_node("snapshots_installed");
+    assert!(
+        built
+            .iter()
+            .zip(&installed)
+            .all(|(b, i)| *b > 0.0 || *i > 0.0),
+        "a node neither built nor installed a snapshot: {m}"
+    );
+    assert!(
+        built.iter().any(|b| *b > 0.0),
+        "no node built a snapshot: {m}"
+    );
     let serving = s["restart_to_serving_ms"].as_f64().unwrap();
     let caught_up = s["restart_to_all_caught_up_ms"].as_f64().unwrap();
     assert!(serving > 0.0 && caught_up >= serving, "{m}");
