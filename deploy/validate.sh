@@ -14,6 +14,9 @@ if ! python3 -c "import kubernetes_validate" 2>/dev/null; then
 fi
 if python3 -c "import kubernetes_validate" 2>/dev/null; then
   python3 -m kubernetes_validate --strict deploy/kubernetes/*.yaml || status=1
+elif [ -n "${RAFTLOCK_REQUIRE_KUBERNETES_VALIDATE:-}" ]; then
+  echo "kubernetes-validate is required (pip install kubernetes-validate)"
+  status=1
 else
   echo "kubernetes-validate unavailable (no PyPI access?): manifests NOT validated"
 fi

@@ -1,7 +1,8 @@
 //! Certificates and the auth file replaced without a restart, under load:
 //! a rotated client-port certificate and a new auth file take effect on
-//! SIGHUP (and when the files change), a broken new auth file is refused
-//! with the old one kept, and the client running throughout sees no error.
+//! SIGHUP (and when the files change), a broken new auth file or
+//! certificate is refused with the old one kept, a CA bundle that gains a CA
+//! is taken, and the client running throughout sees no error.
 
 use crate::support::*;
 use raftlock_tests::{http_get, metric};
@@ -153,6 +154,45 @@ async fn certificates_and_the_auth_file_rotate_under_load_without_an_error() {
             n.id
         );
     }
+
+    // A certificate file that is not a certificate (a half-written copy,
+    // say) is refused and the certificate in force keeps serving.
+    let good_cert = read(dir.join("node.pem"));
+    let refused_before = reloads(&cluster, "client_tls", "refused").await;
+    std::fs::write(
+        dir.join("node.pem"),
+        "-----BEGIN CERTIFICATE-----\ngarbage\n",
+    )
+    .unwrap();
+    hangup(&cluster);
+    wait_for_reloads(&cluster, "client_tls", "refused", refused_before + 3.0).await;
+    for n in cluster.nodes() {
+        assert!(
+            cluster
+                .log_of(n.id)
+                .contains("new client port certificates refused; the previous ones stay in force"),
+            "node {} logs the refused certificate",
+            n.id
+        );
+    }
+    let still = client_as(&cluster, "token-root").await;
+    let s = still.session(Duration::from_secs(5)).await.unwrap();
+    s.close().await.unwrap();
+    std::fs::write(dir.join("node.pem"), &good_cert).unwrap();
+
+    // A CA bundle that gains a second CA (the first step of a CA rotation)
+    // is taken, and clients trusting the first CA go on working.
+    let next = certs.path().join("next");
+    make_certs(&next, &["127.0.0.1"]);
+    let mut bundle = read(dir.join("ca.pem"));
+    bundle.extend(read(next.join("ca.pem")));
+    let before = reloads(&cluster, "client_tls", "ok").await;
+    std::fs::write(dir.join("ca.pem"), bundle).unwrap();
+    hangup(&cluster);
+    wait_for_reloads(&cluster, "client_tls", "ok", before + 3.0).await;
+    let after_ca = client_as(&cluster, "token-root").await;
+    let s = after_ca.session(Duration::from_secs(5)).await.unwrap();
+    s.close().await.unwrap();
 
     assert!(
         done.load(Ordering::SeqCst) > done_at_rotation + 5,
