@@ -6,10 +6,11 @@ use crate::error::Error;
 use crate::keepalive::KeepAlives;
 use crate::pipeline::Pipelines;
 use crate::transport::{Cluster, Options};
-use crate::types::{LockInfo, Status, Validation};
+use crate::types::{LockInfo, SessionInfo, Status, Validation};
 use raftlock_proto::v1 as pb;
 use raftlock_proto::v1::cluster_client::ClusterClient;
 use raftlock_proto::v1::lock_client::LockClient;
+use raftlock_proto::v1::session_client::SessionClient;
 use std::sync::Arc;
 
 /// A handle to a raftlock cluster. Cheap to clone; clones share connections
@@ -176,6 +177,46 @@ impl Client {
                 .into_inner();
             out.extend(resp.locks.into_iter().map(LockInfo::from));
             if resp.next_page_token.is_empty() {
+                return Ok(out);
+            }
+            page_token = resp.next_page_token;
+        }
+    }
+
+    /// Live sessions whose client names start with `prefix`, in creation
+    /// order (all pages): who holds and waits for what, from where, and for
+    /// how much longer. With authentication on, an identity that may not
+    /// read every lock sees only its own sessions.
+    ///
+    /// ```no_run
+    /// # async fn f(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+    /// for s in client.sessions("billing").await? {
+    ///     println!("{} {}@{} holds {:?}", s.session_id, s.pid, s.host, s.held);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn sessions(&self, prefix: &str) -> Result<Vec<SessionInfo>, Error> {
+        let mut out = Vec::new();
+        let mut page_token = 0;
+        loop {
+            let t = self.options().attempt_timeout;
+            let resp = self
+                .inner
+                .cluster
+                .retry(self.options().deadline, |ch, _| async move {
+                    let mut req = tonic::Request::new(pb::ListSessionsRequest {
+                        client_name_prefix: prefix.to_owned(),
+                        page_token,
+                        limit: raftlock_proto::limits::MAX_LIST_LIMIT,
+                    });
+                    req.set_timeout(t);
+                    SessionClient::new(ch).list(req).await
+                })
+                .await
+                .map_err(|s| Error::from_status(&s, None, None))?
+                .into_inner();
+            out.extend(resp.sessions.into_iter().map(SessionInfo::from));
+            if resp.next_page_token == 0 {
                 return Ok(out);
             }
             page_token = resp.next_page_token;

@@ -134,4 +134,6 @@ pub use lease::safety_margin;
 pub use lock::{LockBuilder, LockGuard};
 pub use session::Session;
 pub use transport::{Options, Tls};
-pub use types::{Grant, LockInfo, Member, Mode, ServerLimits, Status, Validation, WaiterInfo};
+pub use types::{
+    Grant, LockInfo, Member, Mode, ServerLimits, SessionInfo, Status, Validation, WaiterInfo,
+};

@@ -106,16 +106,20 @@ impl Client {
         // One key for every attempt: a retry whose first attempt created the
         // session (and lost its answer) gets that session, not a second.
         let creation_key = uuid::Uuid::now_v7().as_bytes().to_vec();
+        let (host, pid) = self.options().origin();
         let resp = self
             .inner
             .cluster
             .retry(self.options().deadline, |ch, _| {
                 let creation_key = creation_key.clone();
+                let host = host.clone();
                 async move {
                     let mut req = tonic::Request::new(pb::CreateSessionRequest {
                         ttl_ms,
                         client_name: client_name.to_owned(),
                         creation_key,
+                        host,
+                        pid,
                     });
                     req.set_timeout(t);
                     SessionClient::new(ch).create(req).await

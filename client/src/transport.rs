@@ -170,6 +170,58 @@ pub struct Options {
     /// assert!(options.local_address.is_some());
     /// ```
     pub local_address: Option<std::net::IpAddr>,
+    /// How long a TCP (and TLS) connection to one node may take to open.
+    /// A node that does not answer in time is skipped for the next one;
+    /// the call as a whole still has `deadline`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let options = raftlock_client::Options {
+    ///     connect_timeout: Duration::from_millis(500),
+    ///     ..Default::default()
+    /// };
+    /// assert!(options.connect_timeout < options.deadline);
+    /// ```
+    pub connect_timeout: Duration,
+    /// The host name sessions report, shown to operators with the locks
+    /// they hold (`raftlock describe`, `raftlock sessions`). `None`: this
+    /// machine's host name; `Some("")`: none.
+    ///
+    /// ```
+    /// let options = raftlock_client::Options {
+    ///     host: Some("billing-7f9c".into()),
+    ///     ..Default::default()
+    /// };
+    /// assert_eq!(options.host.as_deref(), Some("billing-7f9c"));
+    /// ```
+    pub host: Option<String>,
+    /// The process id sessions report. `None`: this process's; `Some(0)`:
+    /// none.
+    ///
+    /// ```
+    /// let options = raftlock_client::Options { pid: Some(0), ..Default::default() };
+    /// assert_eq!(options.pid, Some(0));
+    /// ```
+    pub pid: Option<u32>,
+}
+
+impl Options {
+    /// The host and pid a session reports, after the defaults.
+    pub(crate) fn origin(&self) -> (String, u32) {
+        let host = self.host.clone().unwrap_or_else(|| {
+            nix::unistd::gethostname()
+                .ok()
+                .and_then(|h| h.into_string().ok())
+                .unwrap_or_default()
+        });
+        // The server refuses longer; a name this long is no use to a reader.
+        let host = if host.len() > raftlock_proto::limits::MAX_CLIENT_NAME_LEN {
+            String::new()
+        } else {
+            host
+        };
+        (host, self.pid.unwrap_or_else(std::process::id))
+    }
 }
 
 impl std::fmt::Debug for Options {
@@ -183,6 +235,9 @@ impl std::fmt::Debug for Options {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("pipeline", &self.pipeline)
             .field("local_address", &self.local_address)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("host", &self.host)
+            .field("pid", &self.pid)
             .finish()
     }
 }
@@ -198,6 +253,9 @@ impl Default for Options {
             token: None,
             pipeline: true,
             local_address: None,
+            connect_timeout: Duration::from_secs(1),
+            host: None,
+            pid: None,
         }
     }
 }
@@ -314,7 +372,7 @@ impl Cluster {
             return Ok(c.clone());
         }
         let channel = endpoint(addr, &self.options)?
-            .connect_timeout(Duration::from_secs(1))
+            .connect_timeout(self.options.connect_timeout)
             .tcp_nodelay(true)
             // Frequent pings find a frozen or vanished node in about three
             // seconds, so calls stop waiting on it and go elsewhere.

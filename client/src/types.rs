@@ -35,8 +35,26 @@ pub struct Grant {
     pub session_id: u64,
     /// When granted (leader's wall clock, Unix ms).
     pub granted_at_ms: u64,
-    /// The holder's metadata (an election leader's value).
+    /// The holder's metadata (an election leader's value). Serialized as
+    /// `{"utf8": "..."}` when it is UTF-8 text, else `{"base64": "..."}`.
+    #[serde(serialize_with = "bytes_as_text")]
     pub metadata: Vec<u8>,
+}
+
+/// Bytes for people and scripts: text as text, anything else as base64,
+/// with the key saying which.
+fn bytes_as_text<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    use base64::Engine;
+    use serde::ser::SerializeMap;
+    let mut map = s.serialize_map(Some(1))?;
+    match std::str::from_utf8(bytes) {
+        Ok(text) => map.serialize_entry("utf8", text)?,
+        Err(_) => map.serialize_entry(
+            "base64",
+            &base64::engine::general_purpose::STANDARD.encode(bytes),
+        )?,
+    }
+    map.end()
 }
 
 impl From<pb::Grant> for Grant {
@@ -94,6 +112,78 @@ pub struct LockInfo {
     pub waiters: Vec<WaiterInfo>,
     /// Number of waiters.
     pub waiter_count: usize,
+    /// The holders' and waiters' sessions, by id (from `describe`; `list`
+    /// leaves it empty).
+    pub sessions: Vec<SessionInfo>,
+}
+
+impl LockInfo {
+    /// The session `id` among this lock's holders and waiters, if `describe`
+    /// returned it.
+    ///
+    /// ```no_run
+    /// # async fn f(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+    /// let info = client.describe("deploy/prod").await?;
+    /// for h in &info.holders {
+    ///     if let Some(s) = info.session(h.session_id) {
+    ///         println!("held by {} on {} (pid {})", s.client_name, s.host, s.pid);
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn session(&self, id: u64) -> Option<&SessionInfo> {
+        self.sessions.iter().find(|s| s.session_id == id)
+    }
+}
+
+/// A live session as an operator sees it: who, where, since when, and how
+/// long it has left.
+///
+/// ```no_run
+/// # fn f(s: raftlock_client::SessionInfo) {
+/// println!("{} on {} pid {}: {} ms left", s.client_name, s.host, s.pid, s.expires_in_ms);
+/// # }
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SessionInfo {
+    /// Session id.
+    pub session_id: u64,
+    /// The name the client gave itself.
+    pub client_name: String,
+    /// The authenticated identity that created it; empty without auth.
+    pub identity: String,
+    /// Host name the client reported; empty if it did not.
+    pub host: String,
+    /// Process id the client reported; 0 if it did not.
+    pub pid: u32,
+    /// Creation time (leader's wall clock, Unix ms).
+    pub created_at_ms: u64,
+    /// Time to live without keep-alives, in ms.
+    pub ttl_ms: u64,
+    /// Time left before the leader expires it without a keep-alive, when
+    /// the answer was made.
+    pub expires_in_ms: u64,
+    /// Locks it holds.
+    pub held: Vec<String>,
+    /// Locks it waits for.
+    pub waiting: Vec<String>,
+}
+
+impl From<pb::SessionInfo> for SessionInfo {
+    fn from(s: pb::SessionInfo) -> Self {
+        SessionInfo {
+            session_id: s.session_id,
+            client_name: s.client_name,
+            identity: s.identity,
+            host: s.host,
+            pid: s.pid,
+            created_at_ms: s.created_at_ms,
+            ttl_ms: s.ttl_ms,
+            expires_in_ms: s.expires_in_ms,
+            held: s.held,
+            waiting: s.waiting,
+        }
+    }
 }
 
 impl From<pb::DescribeResponse> for LockInfo {
@@ -118,6 +208,7 @@ impl From<pb::DescribeResponse> for LockInfo {
             holders: d.holders.into_iter().map(Grant::from).collect(),
             waiter_count: waiters.len(),
             waiters,
+            sessions: d.sessions.into_iter().map(SessionInfo::from).collect(),
         }
     }
 }
@@ -130,6 +221,7 @@ impl From<pb::LockSummary> for LockInfo {
             holders: l.holders.into_iter().map(Grant::from).collect(),
             waiters: vec![],
             waiter_count: l.waiters as usize,
+            sessions: vec![],
         }
     }
 }

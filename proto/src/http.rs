@@ -65,6 +65,13 @@ pub const ROUTES: &[Route] = &[
         "Close a session, releasing its locks and cancelling its waits.",
     ),
     call(
+        "/v1/session/list",
+        "raftlock.v1.Session/List",
+        "ListSessionsRequest",
+        "ListSessionsResponse",
+        "Live sessions: who they are, what they hold and wait for, time left.",
+    ),
+    call(
         "/v1/lock/acquire",
         "raftlock.v1.Lock/Acquire",
         "AcquireRequest",

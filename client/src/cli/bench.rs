@@ -426,7 +426,7 @@ async fn locks(cli: &Cli, endpoints: &[String], a: &Args, run: usize) -> anyhow:
     let mut connections = Vec::new();
     let options = raftlock_client::Options {
         pipeline: !a.unary,
-        ..super::options(cli)?
+        ..super::bench_options(cli)?
     };
     for _ in 0..a
         .connections
@@ -464,7 +464,7 @@ async fn locks(cli: &Cli, endpoints: &[String], a: &Args, run: usize) -> anyhow:
             }
         }));
     }
-    let admin = Client::connect_with(endpoints, super::options(cli)?).await?;
+    let admin = Client::connect_with(endpoints, super::bench_options(cli)?).await?;
     let before = counters(&admin).await;
     let began = Instant::now();
     start.wait().await;
@@ -525,7 +525,7 @@ async fn keepalive(
     let clients: Vec<Client> = {
         let mut v = Vec::new();
         for _ in 0..a.clients.max(1) {
-            v.push(Client::connect_with(endpoints, super::options(cli)?).await?);
+            v.push(Client::connect_with(endpoints, super::bench_options(cli)?).await?);
         }
         v
     };

@@ -1,6 +1,9 @@
-//! `raftlock describe NAME`
+//! `raftlock describe NAME`, `raftlock sessions [PREFIX]` and
+//! `raftlock force-release NAME`: who holds what, since when, who waits.
 
 use super::{connect, print_json, Cli, Output};
+use raftlock_client::{Mode, SessionInfo};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -18,23 +21,130 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
         println!("{}: free", info.name);
         return Ok(0);
     }
-    println!("{}:", info.name);
+    let now = now_ms();
+    let how = match info.holders[0].mode {
+        Mode::Exclusive => "held exclusively".to_string(),
+        Mode::Shared if info.permits > 0 => {
+            format!("{} of {} permits held", info.holders.len(), info.permits)
+        }
+        Mode::Shared => format!("held shared by {}", info.holders.len()),
+    };
+    println!("{}: {how}, {} waiting", info.name, info.waiters.len());
     for h in &info.holders {
         println!(
-            "  holder  session {} token {} {:?} metadata {:?}",
-            h.session_id,
+            "  holder   token {}  for {}  {}{}",
             h.token,
-            h.mode,
-            String::from_utf8_lossy(&h.metadata)
+            age(now, h.granted_at_ms),
+            who(info.session(h.session_id), h.session_id),
+            metadata(&h.metadata),
         );
     }
     for (i, w) in info.waiters.iter().enumerate() {
         println!(
-            "  waiter {i} session {} {:?} timeout {} ms",
-            w.session_id, w.mode, w.timeout_ms
+            "  waiter {}  {} of {}  {}",
+            i + 1,
+            age(now, w.enqueued_at_ms),
+            human(Duration::from_millis(w.timeout_ms)),
+            who(info.session(w.session_id), w.session_id),
         );
     }
     Ok(0)
+}
+
+/// `raftlock sessions [PREFIX]`
+#[derive(clap::Args)]
+pub struct SessionsArgs {
+    /// Only sessions whose client name starts with this.
+    #[arg(default_value = "")]
+    prefix: String,
+}
+
+pub async fn sessions(cli: &Cli, a: &SessionsArgs) -> anyhow::Result<i32> {
+    let sessions = connect(cli).await?.sessions(&a.prefix).await?;
+    if cli.output == Output::Json {
+        print_json(&sessions)?;
+        return Ok(0);
+    }
+    let now = now_ms();
+    for s in &sessions {
+        println!(
+            "{}  age {}  holds {}  waits {}",
+            who(Some(s), s.session_id),
+            age(now, s.created_at_ms),
+            list(&s.held),
+            list(&s.waiting),
+        );
+    }
+    if sessions.is_empty() {
+        println!("no sessions");
+    }
+    Ok(0)
+}
+
+/// "session 42 billing-worker (identity alice) on web-1 pid 4242, expires
+/// in 9.8s": what an operator needs to find the process.
+fn who(s: Option<&SessionInfo>, id: u64) -> String {
+    let Some(s) = s else {
+        return format!("session {id}");
+    };
+    let mut out = format!("session {id}");
+    if !s.client_name.is_empty() {
+        out += &format!(" {}", s.client_name);
+    }
+    if !s.identity.is_empty() {
+        out += &format!(" (identity {})", s.identity);
+    }
+    if !s.host.is_empty() {
+        out += &format!(" on {}", s.host);
+    }
+    if s.pid != 0 {
+        out += &format!(" pid {}", s.pid);
+    }
+    out += &format!(
+        ", expires in {} without keep-alive",
+        human(Duration::from_millis(s.expires_in_ms))
+    );
+    out
+}
+
+fn metadata(m: &[u8]) -> String {
+    match std::str::from_utf8(m) {
+        Ok("") => String::new(),
+        Ok(text) => format!("  metadata {text:?}"),
+        Err(_) => format!("  metadata {} bytes (not UTF-8)", m.len()),
+    }
+}
+
+fn list(names: &[String]) -> String {
+    if names.is_empty() {
+        "-".into()
+    } else {
+        names.join(",")
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Time since `at_ms` (the leader's clock; this machine's may differ a
+/// little, so a future time shows as 0s).
+fn age(now_ms: u64, at_ms: u64) -> String {
+    human(Duration::from_millis(now_ms.saturating_sub(at_ms)))
+}
+
+/// 950ms, 9.8s, 3m12s, 2h05m.
+fn human(d: Duration) -> String {
+    let ms = d.as_millis() as u64;
+    match ms {
+        0..=999 => format!("{ms}ms"),
+        1_000..=59_999 => format!("{:.1}s", ms as f64 / 1000.0),
+        60_000..=3_599_999 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
+        _ => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
+    }
 }
 
 /// `raftlock force-release NAME`
@@ -66,4 +176,18 @@ pub async fn force_release(cli: &Cli, a: &ForceArgs) -> anyhow::Result<i32> {
         );
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_at_a_glance() {
+        assert_eq!(human(Duration::from_millis(950)), "950ms");
+        assert_eq!(human(Duration::from_millis(9_800)), "9.8s");
+        assert_eq!(human(Duration::from_secs(192)), "3m12s");
+        assert_eq!(human(Duration::from_secs(7_500)), "2h05m");
+        assert_eq!(age(1_000, 5_000), "0ms");
+    }
 }

@@ -30,7 +30,9 @@ pub async fn elect(cli: &Cli, a: &ElectArgs) -> anyhow::Result<i32> {
         .unwrap_or_else(|| super::lock::default_kill_after(a.ttl));
     super::lock::check_kill_after(a.ttl, kill_after)?;
     let client = connect(cli).await?;
-    let session = client.session(a.ttl).await?;
+    let session = client
+        .session_named(a.ttl, &super::client_name(cli, "elect", &a.command))
+        .await?;
     let leadership = session
         .election(&a.name)
         .campaign(a.value.as_bytes())

@@ -46,7 +46,9 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     let kill_after = a.kill_after.unwrap_or_else(|| default_kill_after(a.ttl));
     check_kill_after(a.ttl, kill_after)?;
     let client = connect(cli).await?;
-    let session = client.session(a.ttl).await?;
+    let session = client
+        .session_named(a.ttl, &super::client_name(cli, "lock", &a.command))
+        .await?;
     let mut builder = session.lock(&a.name);
     if a.shared {
         builder = builder.shared();

@@ -73,6 +73,20 @@ pub struct Cli {
         hide_env_values = true
     )]
     pub auth_token: Option<String>,
+    /// The name sessions of `lock` and `elect` show in `describe` and
+    /// `sessions` (default: "raftlock lock COMMAND"). The host and pid are
+    /// added by themselves.
+    #[arg(long, env = "RAFTLOCK_CLIENT_NAME", global = true)]
+    pub client_name: Option<String>,
+    /// How long opening a connection to one node may take.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration, global = true)]
+    pub dial_timeout: std::time::Duration,
+    /// How long each call to the cluster may take, retries and leader
+    /// changes included (a lock's --timeout wait comes on top), so that a
+    /// dead cluster is reported in seconds. Default 5s; `bench` keeps the
+    /// client library's 15s unless this is given.
+    #[arg(long, value_parser = humantime::parse_duration, global = true)]
+    pub command_timeout: Option<std::time::Duration>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -95,6 +109,9 @@ pub enum Command {
     /// List locks by name prefix.
     #[command(visible_alias = "locks")]
     List(list::Args),
+    /// Live sessions: who they are, where they run, what they hold and wait
+    /// for, and how long they have left.
+    Sessions(describe::SessionsArgs),
     /// Check whether a fencing token is still current.
     Validate(validate::Args),
     /// Run a command while holding a lock; the command is stopped before the
@@ -142,10 +159,53 @@ pub fn options(cli: &Cli) -> anyhow::Result<raftlock_client::Options> {
         )?),
         None => None,
     };
+    let deadline = cli.command_timeout.unwrap_or(DEFAULT_COMMAND_TIMEOUT);
+    let defaults = raftlock_client::Options::default();
     Ok(raftlock_client::Options {
         tls,
         token: cli.auth_token.clone(),
-        ..Default::default()
+        connect_timeout: cli.dial_timeout,
+        deadline,
+        attempt_timeout: defaults.attempt_timeout.min(deadline),
+        ..defaults
+    })
+}
+
+/// The client name for a session of `what` (`lock`, `elect`) running
+/// `command`, unless --client-name says another; cut to what servers take.
+pub fn client_name(cli: &Cli, what: &str, command: &[String]) -> String {
+    let mut name = cli.client_name.clone().unwrap_or_else(|| {
+        let program = command.first().map(String::as_str).unwrap_or_default();
+        format!("raftlock {what} {program}").trim_end().to_string()
+    });
+    let max = raftlock_proto::limits::MAX_CLIENT_NAME_LEN;
+    if name.len() > max {
+        let mut cut = max;
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        name.truncate(cut);
+    }
+    name
+}
+
+/// A one-shot command against a dead cluster gives up after this (etcdctl's
+/// default too); a leader change takes well under it.
+pub const DEFAULT_COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// [`options`] for a benchmark: the client library's own deadline unless
+/// `--command-timeout` says otherwise, since a benchmark that kills leaders
+/// measures how long calls wait through a failover rather than cutting them.
+pub fn bench_options(cli: &Cli) -> anyhow::Result<raftlock_client::Options> {
+    let deadline = cli
+        .command_timeout
+        .unwrap_or(raftlock_client::Options::default().deadline);
+    Ok(raftlock_client::Options {
+        deadline,
+        attempt_timeout: raftlock_client::Options::default()
+            .attempt_timeout
+            .min(deadline),
+        ..options(cli)?
     })
 }
 
@@ -171,6 +231,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Status(a) => status::run(&cli, a).await,
         Command::Describe(a) => describe::run(&cli, a).await,
         Command::List(a) => list::run(&cli, a).await,
+        Command::Sessions(a) => describe::sessions(&cli, a).await,
         Command::Validate(a) => validate::run(&cli, a).await,
         Command::Lock(a) => lock::run(&cli, a).await,
         Command::Elect(a) => elect::elect(&cli, a).await,

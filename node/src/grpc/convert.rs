@@ -3,13 +3,63 @@
 //! statuses. Nothing past this file sees a protobuf type.
 
 use crate::error::NodeError;
-use crate::locks::{Acquire, Campaign, CreateSession, ListQuery, Proclaim, Release, Sequence};
+use crate::locks::{
+    Acquire, Campaign, CreateSession, Description, ListQuery, Proclaim, Release, Sequence,
+    SessionPage, SessionQuery, SessionView,
+};
 use raftlock_proto::reason;
 use raftlock_proto::v1 as pb;
 use raftlock_proto::{limits, LEADER_METADATA_KEY};
-use raftlock_store::machine::{Grant, LeaseError, LockSummary, Mode, RequestId, Waiter};
+use raftlock_store::machine::{Grant, LeaseError, LockSummary, Mode, Origin, RequestId, Waiter};
 use std::time::Duration;
 use tonic::Status;
+
+/// A session as the API shows it.
+pub fn session_info(v: &SessionView) -> pb::SessionInfo {
+    let s = &v.session;
+    pb::SessionInfo {
+        session_id: s.id,
+        client_name: s.client_name.clone(),
+        identity: s.owner.clone(),
+        host: v.origin.host.clone(),
+        pid: v.origin.pid,
+        created_at_ms: s.created_at_ms,
+        ttl_ms: s.ttl_ms,
+        expires_in_ms: v.expires_in.as_millis() as u64,
+        held: s.held.keys().cloned().collect(),
+        waiting: s.waiting.keys().cloned().collect(),
+    }
+}
+
+/// A description as the API shows it.
+pub fn describe_response(name: String, d: &Description) -> pb::DescribeResponse {
+    pb::DescribeResponse {
+        name,
+        permits: d.view.permits.unwrap_or(0),
+        holders: d.view.holders.iter().map(grant).collect(),
+        waiters: d.view.waiters.iter().map(waiter).collect(),
+        applied_index: d.applied_index,
+        sessions: d.sessions.iter().map(session_info).collect(),
+    }
+}
+
+/// A page of sessions as the API shows it.
+pub fn sessions_response(p: &SessionPage) -> pb::ListSessionsResponse {
+    pb::ListSessionsResponse {
+        sessions: p.sessions.iter().map(session_info).collect(),
+        next_page_token: p.next_page_token,
+    }
+}
+
+impl From<pb::ListSessionsRequest> for SessionQuery {
+    fn from(r: pb::ListSessionsRequest) -> Self {
+        SessionQuery {
+            client_name_prefix: r.client_name_prefix,
+            after: r.page_token,
+            limit: r.limit,
+        }
+    }
+}
 
 /// A grant as the API shows it.
 pub fn grant(g: &Grant) -> pb::Grant {
@@ -142,6 +192,10 @@ impl TryFrom<pb::CreateSessionRequest> for CreateSession {
             ttl_ms: r.ttl_ms,
             creation_key: creation_key(&r.creation_key)?,
             client_name: r.client_name,
+            origin: Origin {
+                host: r.host,
+                pid: r.pid,
+            },
         })
     }
 }

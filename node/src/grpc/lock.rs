@@ -1,7 +1,7 @@
 //! The Lock service over gRPC: convert, call [`Locks`], convert back. The
 //! Pipeline stream carries many acquires and releases on one HTTP/2 stream.
 
-use super::convert::{grant, summary, waiter};
+use super::convert::{describe_response, grant, summary};
 use crate::auth::{caller, Access, Caller};
 use crate::locks::{Acquired, Locks};
 use futures::Stream;
@@ -234,13 +234,7 @@ impl LockApi for LockService {
         let caller = caller(&req)?;
         let r = req.into_inner();
         let d = self.locks.describe(&caller, &r.name).await?;
-        Ok(Response::new(DescribeResponse {
-            name: r.name,
-            permits: d.view.permits.unwrap_or(0),
-            holders: d.view.holders.iter().map(grant).collect(),
-            waiters: d.view.waiters.iter().map(waiter).collect(),
-            applied_index: d.applied_index,
-        }))
+        Ok(Response::new(describe_response(r.name, &d)))
     }
 
     async fn list(&self, req: Request<ListRequest>) -> Result<Response<ListResponse>, Status> {

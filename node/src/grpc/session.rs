@@ -45,6 +45,18 @@ impl SessionApi for SessionService {
         }))
     }
 
+    async fn list(
+        &self,
+        req: Request<ListSessionsRequest>,
+    ) -> Result<Response<ListSessionsResponse>, Status> {
+        let caller = caller(&req)?;
+        let page = self
+            .locks
+            .list_sessions(&caller, req.into_inner().into())
+            .await?;
+        Ok(Response::new(super::convert::sessions_response(&page)))
+    }
+
     type KeepAliveStream = KeepAliveStream;
 
     async fn keep_alive(

@@ -17,7 +17,7 @@ mod error;
 pub use error::HttpError;
 
 use crate::auth::{Caller, SharedAuth};
-use crate::grpc::convert::{grant, summary, waiter};
+use crate::grpc::convert::{describe_response, grant, sessions_response, summary};
 use crate::locks::{Acquired, Locks};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
@@ -46,6 +46,7 @@ pub fn router(locks: Locks, auth: SharedAuth, max_body: usize) -> Router {
         .route("/v1/session/create", post(create_session))
         .route("/v1/session/keepalive", post(keep_alive))
         .route("/v1/session/close", post(close_session))
+        .route("/v1/session/list", post(list_sessions))
         .route("/v1/lock/acquire", post(acquire))
         .route("/v1/lock/release", post(release))
         .route("/v1/lock/describe", post(describe))
@@ -193,13 +194,12 @@ async fn release(State(api): State<Api>, c: Call<pb::ReleaseRequest>) -> Answer 
 
 async fn describe(State(api): State<Api>, c: Call<pb::DescribeRequest>) -> Answer {
     let d = api.locks.describe(&c.caller, &c.body.name).await?;
-    Ok(json(&pb::DescribeResponse {
-        name: c.body.name,
-        permits: d.view.permits.unwrap_or(0),
-        holders: d.view.holders.iter().map(grant).collect(),
-        waiters: d.view.waiters.iter().map(waiter).collect(),
-        applied_index: d.applied_index,
-    }))
+    Ok(json(&describe_response(c.body.name, &d)))
+}
+
+async fn list_sessions(State(api): State<Api>, c: Call<pb::ListSessionsRequest>) -> Answer {
+    let page = api.locks.list_sessions(&c.caller, c.body.into()).await?;
+    Ok(json(&sessions_response(&page)))
 }
 
 async fn list(State(api): State<Api>, c: Call<pb::ListRequest>) -> Answer {

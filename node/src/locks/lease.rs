@@ -253,7 +253,9 @@ impl LeaseDriver {
         };
         match (command.unwrapped(), &outcome.reply) {
             (
-                Command::CreateSession { .. } | Command::CreateSessionOnce { .. },
+                Command::CreateSession { .. }
+                | Command::CreateSessionOnce { .. }
+                | Command::CreateSessionAt { .. },
                 Ok(Reply::SessionCreated { session, ttl_ms }),
             ) => {
                 let ttl = Duration::from_millis(*ttl_ms);

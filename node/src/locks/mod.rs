@@ -17,7 +17,7 @@ mod sessions;
 pub mod waits;
 
 pub use acquire::{Acquired, ForceReleased};
-pub use reads::{Description, ListPage};
+pub use reads::{Description, ListPage, SessionPage, SessionQuery, SessionView};
 
 use crate::error::NodeError;
 use crate::node::Node;
@@ -107,6 +107,8 @@ pub struct CreateSession {
     pub client_name: String,
     /// A retried creation with the same key returns the same session.
     pub creation_key: Option<u128>,
+    /// Where the client runs, as it says.
+    pub origin: raftlock_store::machine::Origin,
 }
 
 /// Campaign in an election: wait to become its leader.

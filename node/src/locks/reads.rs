@@ -6,7 +6,12 @@ use super::{ListQuery, Locks};
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
 use raftlock_proto::limits;
-use raftlock_store::machine::{validate, FencingToken, LockSummary, LockView, Validation};
+use raftlock_store::machine::{
+    validate, FencingToken, LeaseMachine, LockSummary, LockView, Origin, Session, SessionId,
+    Validation,
+};
+use std::collections::BTreeSet;
+use std::time::Duration;
 
 /// A lock as `describe` shows it.
 #[derive(Clone, Debug)]
@@ -15,6 +20,39 @@ pub struct Description {
     pub view: LockView,
     /// The log index the read saw.
     pub applied_index: u64,
+    /// The sessions of the holders and waiters, in id order.
+    pub sessions: Vec<SessionView>,
+}
+
+/// A live session as an operator sees it.
+#[derive(Clone, Debug)]
+pub struct SessionView {
+    /// Id, client name, owner, creation time, TTL, locks held and waited.
+    pub session: Session,
+    /// Where its client runs, if it said.
+    pub origin: Origin,
+    /// Time left before this leader expires it without a keep-alive.
+    pub expires_in: Duration,
+}
+
+/// One page of sessions.
+#[derive(Clone, Debug)]
+pub struct SessionPage {
+    /// Sessions in id order.
+    pub sessions: Vec<SessionView>,
+    /// Where the next page starts; 0 when this is the last.
+    pub next_page_token: SessionId,
+}
+
+/// Which sessions to list.
+#[derive(Clone, Debug, Default)]
+pub struct SessionQuery {
+    /// Only client names that start with this.
+    pub client_name_prefix: String,
+    /// Resume after this session id.
+    pub after: SessionId,
+    /// Page size; 0 means the default.
+    pub limit: u32,
 }
 
 /// One page of a listing.
@@ -33,9 +71,71 @@ impl Locks {
         caller.check(Access::Read, name)?;
         self.node.linearizable().await?;
         let state = self.node.state.read();
+        let view = state.machine.describe(name);
+        let ids: BTreeSet<SessionId> = view
+            .holders
+            .iter()
+            .map(|g| g.session)
+            .chain(view.waiters.iter().map(|w| w.session))
+            .collect();
+        let sessions = ids
+            .into_iter()
+            .filter_map(|id| self.session_view(&state.machine, id))
+            .collect();
         Ok(Description {
-            view: state.machine.describe(name),
+            view,
             applied_index: state.last_applied.map(|l| l.index).unwrap_or(0),
+            sessions,
+        })
+    }
+
+    /// Live sessions: every one for a caller that may read every lock (an
+    /// operator), otherwise only the caller's own.
+    pub async fn list_sessions(
+        &self,
+        caller: &Caller,
+        q: SessionQuery,
+    ) -> Result<SessionPage, NodeError> {
+        caller.check_any(Access::Read)?;
+        let limit = match q.limit {
+            0 => limits::DEFAULT_LIST_LIMIT,
+            n => n.min(limits::MAX_LIST_LIMIT),
+        } as usize;
+        let everyone = !caller.checks_ownership() || caller.may(Access::Read, "");
+        self.node.linearizable().await?;
+        let state = self.node.state.read();
+        let mut scanned = state
+            .machine
+            .sessions()
+            .filter(|s| s.id > q.after)
+            .filter(|s| s.client_name.starts_with(&q.client_name_prefix))
+            .filter(|s| everyone || s.owner == caller.name());
+        let mut sessions = Vec::new();
+        let mut next_page_token = 0;
+        for s in scanned.by_ref() {
+            if sessions.len() == limit {
+                next_page_token = sessions.last().map_or(0, |v: &SessionView| v.session.id);
+                break;
+            }
+            if let Some(v) = self.session_view(&state.machine, s.id) {
+                sessions.push(v);
+            }
+        }
+        Ok(SessionPage {
+            sessions,
+            next_page_token,
+        })
+    }
+
+    fn session_view(&self, machine: &LeaseMachine, id: SessionId) -> Option<SessionView> {
+        let session = machine.session(id)?.clone();
+        let ttl = Duration::from_millis(session.ttl_ms);
+        Some(SessionView {
+            origin: machine.origin(id).cloned().unwrap_or_default(),
+            // A node that leads has a deadline for every live session; the
+            // TTL is what any other would give it.
+            expires_in: self.leases.remaining(id).unwrap_or(ttl),
+            session,
         })
     }
 

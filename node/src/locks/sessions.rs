@@ -4,7 +4,7 @@
 use super::{session_id, unexpected, CreateSession, Locks};
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
-use raftlock_store::machine::{validate, Command, Reply, SessionId};
+use raftlock_store::machine::{validate, Command, Origin, Reply, SessionId};
 use std::time::Duration;
 use tracing::Instrument;
 
@@ -44,7 +44,18 @@ impl Locks {
                     )));
                 }
             }
+            validate::host(&c.origin.host)?;
             let cmd = match c.creation_key {
+                // Only a client that said where it runs gets the newer
+                // command, so a cluster in a rolling upgrade serves older
+                // clients with entries every follower decodes.
+                key if c.origin != Origin::default() => Command::CreateSessionAt {
+                    ttl_ms: c.ttl_ms,
+                    client_name: c.client_name,
+                    owner: caller.name().to_owned(),
+                    key,
+                    origin: c.origin,
+                },
                 Some(key) => Command::CreateSessionOnce {
                     ttl_ms: c.ttl_ms,
                     client_name: c.client_name,

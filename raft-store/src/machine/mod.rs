@@ -40,8 +40,8 @@ pub use outcome::{Event, Outcome, Reply};
 pub use query::{LockSummary, LockView, Validation};
 pub use snapshot::SnapshotError;
 pub use types::{
-    EndReason, FencingToken, Finished, Grant, LogIndex, Mode, RequestId, Session, SessionId,
-    WaitEnd, Waiter,
+    EndReason, FencingToken, Finished, Grant, LogIndex, Mode, Origin, RequestId, Session,
+    SessionId, WaitEnd, Waiter,
 };
 
 use serde::{Deserialize, Serialize};
@@ -156,6 +156,22 @@ pub enum Command {
         /// The client's key for this creation.
         key: u128,
     },
+    /// A session that says where its client runs, so that an operator
+    /// asking who holds a lock is told the host and process, not only a
+    /// session number. Otherwise [`Command::CreateSession`], or
+    /// [`Command::CreateSessionOnce`] when `key` is set.
+    CreateSessionAt {
+        /// Time to live without keep-alives, in ms.
+        ttl_ms: u64,
+        /// Free text naming the client.
+        client_name: String,
+        /// The authenticated identity that creates it.
+        owner: String,
+        /// The client's key for this creation, if it has one.
+        key: Option<u128>,
+        /// Where the client runs.
+        origin: Origin,
+    },
 }
 
 impl Command {
@@ -172,6 +188,7 @@ impl Command {
             Command::ForceRelease { .. } => "force_release",
             Command::Sequenced { command, .. } => command.kind(),
             Command::CreateSessionOnce { .. } => "create_session",
+            Command::CreateSessionAt { .. } => "create_session",
         }
     }
 
@@ -203,6 +220,10 @@ pub struct LeaseMachine {
     /// Live sessions by creation key (`once::key_of`).
     #[serde(default)]
     session_keys: BTreeMap<String, SessionId>,
+    /// Where the clients of live sessions run, for the sessions that said
+    /// (snapshot version 4 on).
+    #[serde(default)]
+    origins: BTreeMap<SessionId, Origin>,
 }
 
 impl LeaseMachine {
@@ -254,6 +275,13 @@ impl LeaseMachine {
                 owner,
                 key,
             } => self.create_session_once(*ttl_ms, client_name, owner, *key, index, at_ms),
+            Command::CreateSessionAt {
+                ttl_ms,
+                client_name,
+                owner,
+                key,
+                origin,
+            } => self.create_session_at(*ttl_ms, client_name, owner, *key, origin, index, at_ms),
         };
         Outcome { reply, events }
     }

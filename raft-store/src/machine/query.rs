@@ -115,6 +115,11 @@ impl LeaseMachine {
         self.sessions.values()
     }
 
+    /// Where `session`'s client runs, if it said.
+    pub fn origin(&self, session: SessionId) -> Option<&super::Origin> {
+        self.origins.get(&session)
+    }
+
     /// All locks with a holder, by name.
     pub fn locks(&self) -> impl Iterator<Item = (&str, &LockState)> {
         self.locks.iter().map(|(n, l)| (n.as_str(), l))

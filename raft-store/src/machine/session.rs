@@ -5,7 +5,7 @@
 
 use super::error::LeaseError;
 use super::outcome::{Event, Reply};
-use super::types::{EndReason, LogIndex, Session, SessionId, WaitEnd};
+use super::types::{EndReason, LogIndex, Origin, Session, SessionId, WaitEnd};
 use super::{validate, LeaseMachine};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -41,6 +41,32 @@ impl LeaseMachine {
             session: index,
             ttl_ms,
         })
+    }
+
+    /// A session created with where its client runs. With a `key` a retry
+    /// gets the first attempt's session, whose origin is the first one.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn create_session_at(
+        &mut self,
+        ttl_ms: u64,
+        client_name: &str,
+        owner: &str,
+        key: Option<u128>,
+        origin: &Origin,
+        index: LogIndex,
+        at_ms: u64,
+    ) -> Result<Reply, LeaseError> {
+        validate::host(&origin.host)?;
+        let reply = match key {
+            Some(key) => self.create_session_once(ttl_ms, client_name, owner, key, index, at_ms)?,
+            None => self.create_session(ttl_ms, client_name, owner, index, at_ms)?,
+        };
+        if let Reply::SessionCreated { session, .. } = &reply {
+            if *session == index {
+                self.origins.insert(index, origin.clone());
+            }
+        }
+        Ok(reply)
     }
 
     pub(super) fn close_session(
@@ -84,6 +110,7 @@ impl LeaseMachine {
                 continue;
             };
             self.forget_once(s.id, &s.owner);
+            self.origins.remove(&s.id);
             if let Some(n) = self.owners.get_mut(&s.owner) {
                 *n -= 1;
                 if *n == 0 {

@@ -10,12 +10,15 @@
 //! Version 3 adds the exactly-once tables (`once.rs`) after the fields
 //! version 2 had; postcard is positional, so version 2 is read through a
 //! struct of those first fields.
+//!
+//! Version 4 adds where sessions' clients run (`origins`), after the fields
+//! of version 3, which is read through a struct of those.
 
 use super::LeaseMachine;
 use serde::{Deserialize, Serialize};
 
 /// The snapshot format this build writes and the newest it reads.
-pub const SNAPSHOT_VERSION: u32 = 3;
+pub const SNAPSHOT_VERSION: u32 = 4;
 
 /// What a binary (version ≥ 2) snapshot starts with; JSON never does.
 const MAGIC: &[u8; 8] = b"\0RLSNAP\0";
@@ -50,6 +53,16 @@ struct V2 {
     sessions: std::collections::BTreeMap<super::SessionId, super::Session>,
     locks: std::collections::BTreeMap<String, super::LockState>,
     owners: std::collections::BTreeMap<String, u64>,
+}
+
+/// The fields a version 3 snapshot holds, in their order.
+#[derive(Deserialize)]
+struct V3 {
+    sessions: std::collections::BTreeMap<super::SessionId, super::Session>,
+    locks: std::collections::BTreeMap<String, super::LockState>,
+    owners: std::collections::BTreeMap<String, u64>,
+    once: std::collections::BTreeMap<super::SessionId, super::once::Once>,
+    session_keys: std::collections::BTreeMap<String, super::SessionId>,
 }
 
 #[derive(Deserialize)]
@@ -90,6 +103,17 @@ impl LeaseMachine {
                     sessions: v2.sessions,
                     locks: v2.locks,
                     owners: v2.owners,
+                    ..LeaseMachine::default()
+                };
+                (machine, left)
+            } else if version == 3 {
+                let (v3, left) = postcard::take_from_bytes::<V3>(body)?;
+                let machine = LeaseMachine {
+                    sessions: v3.sessions,
+                    locks: v3.locks,
+                    owners: v3.owners,
+                    once: v3.once,
+                    session_keys: v3.session_keys,
                     ..LeaseMachine::default()
                 };
                 (machine, left)

@@ -770,4 +770,73 @@ mod exactly_once {
         assert_eq!(read.locks, log.m.locks);
         assert!(read.once.is_empty() && read.session_keys.is_empty());
     }
+
+    #[test]
+    fn a_sessions_origin_lives_as_long_as_the_session_and_version_3_still_reads() {
+        let mut log = Log::new();
+        let at = |host: &str, pid, key| Command::CreateSessionAt {
+            ttl_ms: 10_000,
+            client_name: "billing".into(),
+            owner: String::new(),
+            key,
+            origin: Origin {
+                host: host.into(),
+                pid,
+            },
+        };
+        let s = created(&log.apply(at("web-1", 4242, Some(9))));
+        assert_eq!(
+            log.m.origin(s),
+            Some(&Origin {
+                host: "web-1".into(),
+                pid: 4242
+            })
+        );
+        // A retry with the key gets the same session, and its first origin.
+        assert_eq!(created(&log.apply(at("web-2", 1, Some(9)))), s);
+        assert_eq!(log.m.origin(s).map(|o| o.pid), Some(4242));
+        let t = created(&log.apply(at("web-3", 7, None)));
+        assert_ne!(t, s);
+        // An oversized host is refused and creates nothing.
+        let before = log.m.clone();
+        let long = "h".repeat(raftlock_proto::limits::MAX_CLIENT_NAME_LEN + 1);
+        assert!(log.apply(at(&long, 1, None)).reply.is_err());
+        assert_eq!(log.m.sessions, before.sessions);
+        assert_eq!(log.m.origins, before.origins);
+
+        let bytes = log.m.to_snapshot();
+        assert_eq!(LeaseMachine::from_snapshot(&bytes).unwrap(), log.m);
+
+        // What a version 3 build wrote: every field but the origins.
+        #[derive(serde::Serialize)]
+        struct V3<'a> {
+            sessions: &'a BTreeMap<SessionId, Session>,
+            locks: &'a BTreeMap<String, LockState>,
+            owners: &'a BTreeMap<String, u64>,
+            once: &'a BTreeMap<SessionId, super::once::Once>,
+            session_keys: &'a BTreeMap<String, SessionId>,
+        }
+        let mut v3 = b"\0RLSNAP\0".to_vec();
+        v3.extend_from_slice(&3u32.to_le_bytes());
+        v3.extend(
+            postcard::to_allocvec(&V3 {
+                sessions: &log.m.sessions,
+                locks: &log.m.locks,
+                owners: &log.m.owners,
+                once: &log.m.once,
+                session_keys: &log.m.session_keys,
+            })
+            .unwrap(),
+        );
+        let read = LeaseMachine::from_snapshot(&v3).unwrap();
+        assert_eq!(read.sessions, log.m.sessions);
+        assert_eq!(read.session_keys, log.m.session_keys);
+        assert!(read.origins.is_empty());
+
+        // Ending a session forgets where it ran.
+        log.apply(Command::CloseSession { session: s });
+        assert_eq!(log.m.origin(s), None);
+        log.apply(Command::ExpireSessions { sessions: vec![t] });
+        assert!(log.m.origins.is_empty());
+    }
 }

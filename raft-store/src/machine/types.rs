@@ -113,6 +113,16 @@ pub struct Session {
     pub finished: std::collections::VecDeque<(RequestId, Finished)>,
 }
 
+/// Where a session's client runs, as the client said when it created the
+/// session: informational, for people answering "who holds this".
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    /// Host name of the client's machine (at most 256 bytes).
+    pub host: String,
+    /// Process id of the client (0: not given).
+    pub pid: u32,
+}
+
 /// How an acquisition ended.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Finished {

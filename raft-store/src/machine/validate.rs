@@ -61,6 +61,18 @@ pub fn client_name(name: &str) -> Result<(), LeaseError> {
     Ok(())
 }
 
+/// A client's host name within the same bound as its client name.
+pub fn host(host: &str) -> Result<(), LeaseError> {
+    if host.len() > limits::MAX_CLIENT_NAME_LEN {
+        return Err(LeaseError::InvalidArgument(format!(
+            "host is {} bytes, more than the limit of {}",
+            host.len(),
+            limits::MAX_CLIENT_NAME_LEN
+        )));
+    }
+    Ok(())
+}
+
 /// An Acquire wait within the machine's absolute bound.
 pub fn wait(wait_ms: Option<u64>) -> Result<(), LeaseError> {
     match wait_ms {

@@ -93,6 +93,7 @@ async fn a_retried_session_creation_returns_the_session_the_first_attempt_made()
         ttl_ms: 60_000,
         client_name: "retry".into(),
         creation_key: 42u128.to_be_bytes().to_vec(),
+        ..Default::default()
     };
     let first = sessions.create(create.clone()).await.unwrap().into_inner();
     // Its answer was lost; the retry:

@@ -5,6 +5,7 @@
 mod client;
 mod exactly_once;
 mod examples;
+mod holders;
 mod http;
 mod pipeline;
 mod python_client;

@@ -462,7 +462,8 @@ async fn elect_leader_observe_and_members_from_the_cli() {
         .unwrap();
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["metadata"], serde_json::json!(b"host-a".to_vec()));
+    // Text is printed as text, with the key saying so.
+    assert_eq!(v["metadata"], serde_json::json!({"utf8": "host-a"}));
     let done = wait_child(elect, Duration::from_secs(10)).await;
     assert!(
         done.status.success(),
@@ -509,4 +510,53 @@ async fn elect_leader_observe_and_members_from_the_cli() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&completions.stdout).contains("raftlock"));
+}
+
+/// A cluster that is down, or up but frozen (it accepts connections and
+/// never answers), is reported in seconds: `--command-timeout` bounds each
+/// call, 5 s by default, instead of the client library's 15 s.
+#[tokio::test]
+async fn a_dead_or_frozen_cluster_is_reported_within_the_command_timeout() {
+    // Accepted by the kernel into the backlog, never read: a frozen node.
+    let frozen = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let frozen_addr = frozen.local_addr().unwrap().to_string();
+    // Bound, then closed: nothing listens there, connections are refused.
+    let down_addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let run = |endpoint: String, extra: &'static [&'static str]| {
+        tokio::task::spawn_blocking(move || {
+            let began = std::time::Instant::now();
+            let out = Command::new(binary("raftlock"))
+                .args(["--endpoints", &endpoint])
+                .args(extra)
+                .arg("status")
+                .output()
+                .unwrap();
+            (out, began.elapsed())
+        })
+    };
+    for (addr, extra, within) in [
+        (&down_addr, &["--command-timeout", "1s"][..], 4),
+        (
+            &frozen_addr,
+            &["--command-timeout", "1s", "--dial-timeout", "500ms"][..],
+            4,
+        ),
+        (&frozen_addr, &[][..], 11),
+    ] {
+        let (out, took) = run(addr.clone(), extra).await.unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{addr} {extra:?}: {stderr}");
+        assert!(
+            stderr.contains("cannot reach the cluster"),
+            "{addr} {extra:?}: {stderr}"
+        );
+        assert!(
+            took < Duration::from_secs(within),
+            "{addr} {extra:?}: gave up after {took:?}, not within {within} s"
+        );
+    }
+    drop(frozen);
 }

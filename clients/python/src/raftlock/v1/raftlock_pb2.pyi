@@ -64,14 +64,60 @@ class Waiter(_message.Message):
     def __init__(self, session_id: _Optional[int] = ..., mode: _Optional[_Union[LockMode, str]] = ..., request_id: _Optional[bytes] = ..., enqueued_at_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
-    __slots__ = ("ttl_ms", "client_name", "creation_key")
+    __slots__ = ("ttl_ms", "client_name", "creation_key", "host", "pid")
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
     CLIENT_NAME_FIELD_NUMBER: _ClassVar[int]
     CREATION_KEY_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
     ttl_ms: int
     client_name: str
     creation_key: bytes
-    def __init__(self, ttl_ms: _Optional[int] = ..., client_name: _Optional[str] = ..., creation_key: _Optional[bytes] = ...) -> None: ...
+    host: str
+    pid: int
+    def __init__(self, ttl_ms: _Optional[int] = ..., client_name: _Optional[str] = ..., creation_key: _Optional[bytes] = ..., host: _Optional[str] = ..., pid: _Optional[int] = ...) -> None: ...
+
+class SessionInfo(_message.Message):
+    __slots__ = ("session_id", "client_name", "identity", "host", "pid", "created_at_ms", "ttl_ms", "expires_in_ms", "held", "waiting")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_NAME_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_IN_MS_FIELD_NUMBER: _ClassVar[int]
+    HELD_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
+    session_id: int
+    client_name: str
+    identity: str
+    host: str
+    pid: int
+    created_at_ms: int
+    ttl_ms: int
+    expires_in_ms: int
+    held: _containers.RepeatedScalarFieldContainer[str]
+    waiting: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, session_id: _Optional[int] = ..., client_name: _Optional[str] = ..., identity: _Optional[str] = ..., host: _Optional[str] = ..., pid: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., ttl_ms: _Optional[int] = ..., expires_in_ms: _Optional[int] = ..., held: _Optional[_Iterable[str]] = ..., waiting: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ListSessionsRequest(_message.Message):
+    __slots__ = ("client_name_prefix", "page_token", "limit")
+    CLIENT_NAME_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    client_name_prefix: str
+    page_token: int
+    limit: int
+    def __init__(self, client_name_prefix: _Optional[str] = ..., page_token: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListSessionsResponse(_message.Message):
+    __slots__ = ("sessions", "next_page_token")
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    sessions: _containers.RepeatedCompositeFieldContainer[SessionInfo]
+    next_page_token: int
+    def __init__(self, sessions: _Optional[_Iterable[_Union[SessionInfo, _Mapping]]] = ..., next_page_token: _Optional[int] = ...) -> None: ...
 
 class CreateSessionResponse(_message.Message):
     __slots__ = ("session_id", "ttl_ms")
@@ -214,18 +260,20 @@ class DescribeRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("name", "permits", "holders", "waiters", "applied_index")
+    __slots__ = ("name", "permits", "holders", "waiters", "applied_index", "sessions")
     NAME_FIELD_NUMBER: _ClassVar[int]
     PERMITS_FIELD_NUMBER: _ClassVar[int]
     HOLDERS_FIELD_NUMBER: _ClassVar[int]
     WAITERS_FIELD_NUMBER: _ClassVar[int]
     APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
     name: str
     permits: int
     holders: _containers.RepeatedCompositeFieldContainer[Grant]
     waiters: _containers.RepeatedCompositeFieldContainer[Waiter]
     applied_index: int
-    def __init__(self, name: _Optional[str] = ..., permits: _Optional[int] = ..., holders: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ..., waiters: _Optional[_Iterable[_Union[Waiter, _Mapping]]] = ..., applied_index: _Optional[int] = ...) -> None: ...
+    sessions: _containers.RepeatedCompositeFieldContainer[SessionInfo]
+    def __init__(self, name: _Optional[str] = ..., permits: _Optional[int] = ..., holders: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ..., waiters: _Optional[_Iterable[_Union[Waiter, _Mapping]]] = ..., applied_index: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[SessionInfo, _Mapping]]] = ...) -> None: ...
 
 class ListRequest(_message.Message):
     __slots__ = ("prefix", "page_token", "limit")

@@ -57,6 +57,11 @@ class SessionStub:
                 request_serializer=raftlock_dot_v1_dot_raftlock__pb2.CloseSessionRequest.SerializeToString,
                 response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.CloseSessionResponse.FromString,
                 _registered_method=True)
+        self.List = channel.unary_unary(
+                '/raftlock.v1.Session/List',
+                request_serializer=raftlock_dot_v1_dot_raftlock__pb2.ListSessionsRequest.SerializeToString,
+                response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.ListSessionsResponse.FromString,
+                _registered_method=True)
 
 
 class SessionServicer:
@@ -93,6 +98,14 @@ class SessionServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def List(self, request, context):
+        """Live sessions with who they are, what they hold and wait for, and how
+        long they have left (a linearizable read on the leader).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -110,6 +123,11 @@ def add_SessionServicer_to_server(servicer, server):
                     servicer.Close,
                     request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.CloseSessionRequest.FromString,
                     response_serializer=raftlock_dot_v1_dot_raftlock__pb2.CloseSessionResponse.SerializeToString,
+            ),
+            'List': grpc.unary_unary_rpc_method_handler(
+                    servicer.List,
+                    request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.ListSessionsRequest.FromString,
+                    response_serializer=raftlock_dot_v1_dot_raftlock__pb2.ListSessionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -201,6 +219,33 @@ class Session:
             '/raftlock.v1.Session/Close',
             raftlock_dot_v1_dot_raftlock__pb2.CloseSessionRequest.SerializeToString,
             raftlock_dot_v1_dot_raftlock__pb2.CloseSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def List(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlock.v1.Session/List',
+            raftlock_dot_v1_dot_raftlock__pb2.ListSessionsRequest.SerializeToString,
+            raftlock_dot_v1_dot_raftlock__pb2.ListSessionsResponse.FromString,
             options,
             channel_credentials,
             insecure,
