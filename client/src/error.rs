@@ -103,6 +103,11 @@ pub enum Error {
     /// A new learner did not catch up with the log in time.
     #[error("learner not caught up: {0}")]
     LearnerNotCaughtUp(String),
+    /// A watch could not resume where it left off: the node no longer
+    /// remembers events that far back. Read the state afresh (describe,
+    /// list) and watch again from now.
+    #[error("watch history compacted: {0}")]
+    WatchCompacted(String),
     /// A fault of the server's own.
     #[error("internal server error: {0}")]
     Internal(String),
@@ -176,6 +181,7 @@ impl Error {
             Reason::PermissionDenied => Error::PermissionDenied(msg),
             Reason::MembershipChangeRefused => Error::MembershipChangeRefused(msg),
             Reason::LearnerNotCaughtUp => Error::LearnerNotCaughtUp(msg),
+            Reason::WatchCompacted => Error::WatchCompacted(msg),
             Reason::Internal => Error::Internal(msg),
             // A reason this library does not know yet (a newer server).
             _ => Error::Server {

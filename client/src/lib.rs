@@ -125,6 +125,7 @@ mod pipeline;
 mod session;
 mod transport;
 mod types;
+mod watch;
 
 pub use admin::{Backup, Membership};
 pub use client::Client;
@@ -137,3 +138,4 @@ pub use transport::{Options, Tls};
 pub use types::{
     Grant, LockInfo, Member, Mode, ServerLimits, SessionInfo, Status, Validation, WaiterInfo,
 };
+pub use watch::{LockEvent, LockEventKind, WatchBatch};

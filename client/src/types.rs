@@ -43,7 +43,7 @@ pub struct Grant {
 
 /// Bytes for people and scripts: text as text, anything else as base64,
 /// with the key saying which.
-fn bytes_as_text<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn bytes_as_text<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
     use base64::Engine;
     use serde::ser::SerializeMap;
     let mut map = s.serialize_map(Some(1))?;

@@ -83,6 +83,11 @@ pub struct NodeArgs {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot_every: Option<u64>,
+    /// Commands with lock events each node remembers for watchers, so that
+    /// a watch can resume after a reconnect [default: 10000].
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watch_history: Option<usize>,
     /// Most commands the leader groups into one log entry (group commit:
     /// one append and one fsync for all) [default: 1024; 1 turns grouping
     /// off; at most 65536].
@@ -186,6 +191,8 @@ pub struct Settings {
     pub election_timeout_ms: u64,
     /// Entries between snapshots.
     pub snapshot_every: u64,
+    /// Commands with lock events remembered for watchers.
+    pub watch_history: usize,
     /// Most commands per log entry.
     pub max_batch_commands: usize,
     /// Entries proposed and not yet applied at once.
@@ -225,6 +232,7 @@ impl Default for Settings {
             heartbeat_ms: 100,
             election_timeout_ms: DEFAULT_ELECTION_TIMEOUT_MS,
             snapshot_every: 10_000,
+            watch_history: crate::locks::watch::DEFAULT_HISTORY,
             max_batch_commands: crate::batch::MAX_BATCH,
             proposals_in_flight: crate::batch::IN_FLIGHT,
             leader_flush: LeaderFlush::Parallel,
@@ -361,6 +369,8 @@ pub struct NodeConfig {
     pub fault_lose_unsynced: bool,
     /// Entries between snapshots.
     pub snapshot_every: u64,
+    /// Commands with lock events remembered for watchers.
+    pub watch_history: usize,
     /// `text` or `json`.
     pub log_format: String,
     /// Log filter (`None`: RUST_LOG or the default).
@@ -549,6 +559,7 @@ impl Settings {
             leader_flush: self.leader_flush,
             fault_lose_unsynced: self.fault_lose_unsynced,
             snapshot_every: self.snapshot_every,
+            watch_history: self.watch_history,
             log_format: self.log_format,
             log_level: self.log_level,
             listen_metrics: self.listen_metrics,

@@ -50,6 +50,9 @@ pub enum NodeError {
         /// Highest allowed here.
         max_ms: u64,
     },
+    /// A watch cannot resume after the index it asked for.
+    #[error("{0}")]
+    WatchCompacted(String),
     /// A fault of the server's own (a reply that does not fit its command).
     #[error("internal error: {0}")]
     Internal(String),
@@ -69,6 +72,7 @@ impl NodeError {
             NodeError::PermissionDenied(_) => Reason::PermissionDenied,
             NodeError::ResourceExhausted(_) => Reason::LimitExceeded,
             NodeError::TtlOutOfRange { .. } => Reason::TtlOutOfRange,
+            NodeError::WatchCompacted(_) => Reason::WatchCompacted,
             NodeError::Internal(_) => Reason::Internal,
         }
     }

@@ -172,7 +172,8 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     tokio::spawn(waits.clone().dispatch(shared.clone()));
     let leases = LeaseDriver::new(node.clone());
     tokio::spawn(leases.clone().run());
-    let locks = Locks::new(node.clone(), waits, leases);
+    let watches = crate::locks::watch::WatchHub::start(shared.clone(), config.watch_history);
+    let locks = Locks::new(node.clone(), waits, leases, watches);
 
     let peer_listener = bind(&config.listen_peer).await?;
     let client_listener = bind(&config.listen_client).await?;

@@ -113,6 +113,16 @@ pub const ROUTES: &[Route] = &[
         "ForceReleaseResponse",
         "Take a lock away from its holders (admin right).",
     ),
+    Route {
+        streams: true,
+        ..call(
+            "/v1/lock/watch",
+            "raftlock.v1.Lock/Watch",
+            "WatchRequest",
+            "WatchResponse",
+            "Every grant, handoff, release, expiry and force-release under a prefix, in log order: newline-delimited JSON, or server-sent events with `accept: text/event-stream`. The first object has no events and the index the watch starts after; resume with afterIndex = the last index seen. Ends with {\"error\": ...} (reason WATCH_COMPACTED) when the node no longer remembers that far back.",
+        )
+    },
     call(
         "/v1/election/campaign",
         "raftlock.v1.Election/Campaign",

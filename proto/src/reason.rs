@@ -90,13 +90,17 @@ pub enum Reason {
     /// A new learner did not catch up with the log in time.
     /// DEADLINE_EXCEEDED.
     LearnerNotCaughtUp,
+    /// A watch asked to resume after an index this node no longer
+    /// remembers events for (or its history was reset by a snapshot):
+    /// read the state afresh and watch from now. OUT_OF_RANGE.
+    WatchCompacted,
     /// A fault of the server's own. INTERNAL.
     Internal,
 }
 
 impl Reason {
     /// Every reason.
-    pub const ALL: [Reason; 27] = [
+    pub const ALL: [Reason; 28] = [
         Reason::NotLeader,
         Reason::NoQuorum,
         Reason::Stopping,
@@ -123,6 +127,7 @@ impl Reason {
         Reason::PermissionDenied,
         Reason::MembershipChangeRefused,
         Reason::LearnerNotCaughtUp,
+        Reason::WatchCompacted,
         Reason::Internal,
     ];
 
@@ -155,6 +160,7 @@ impl Reason {
             Reason::PermissionDenied => "PERMISSION_DENIED",
             Reason::MembershipChangeRefused => "MEMBERSHIP_CHANGE_REFUSED",
             Reason::LearnerNotCaughtUp => "LEARNER_NOT_CAUGHT_UP",
+            Reason::WatchCompacted => "WATCH_COMPACTED",
             Reason::Internal => "INTERNAL",
         }
     }
@@ -189,6 +195,7 @@ impl Reason {
             | Reason::LimitExceeded => Code::ResourceExhausted,
             Reason::Unauthenticated => Code::Unauthenticated,
             Reason::PermissionDenied => Code::PermissionDenied,
+            Reason::WatchCompacted => Code::OutOfRange,
             Reason::Internal => Code::Internal,
         }
     }

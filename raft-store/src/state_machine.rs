@@ -48,6 +48,8 @@ pub enum Change {
         index: u64,
         /// Its command.
         command: Command,
+        /// When the leader proposed it (its wall clock, Unix ms).
+        at_ms: u64,
         /// What applying it produced.
         outcome: Outcome,
     },
@@ -332,6 +334,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                             changes.push(Change::Applied {
                                 index: at,
                                 command,
+                                at_ms: p.at_ms,
                                 outcome: outcome.clone(),
                             });
                             outcomes.push((at, outcome));

@@ -13,6 +13,7 @@ mod members;
 mod snapshot;
 mod status;
 mod validate;
+mod watch;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use raftlock_client::Client;
@@ -112,6 +113,9 @@ pub enum Command {
     /// Live sessions: who they are, where they run, what they hold and wait
     /// for, and how long they have left.
     Sessions(describe::SessionsArgs),
+    /// Print every grant, handoff, release, expiry and force-release under
+    /// a prefix as it happens (until Ctrl-C); resumes across leader changes.
+    Watch(watch::Args),
     /// Check whether a fencing token is still current.
     Validate(validate::Args),
     /// Run a command while holding a lock; the command is stopped before the
@@ -232,6 +236,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Describe(a) => describe::run(&cli, a).await,
         Command::List(a) => list::run(&cli, a).await,
         Command::Sessions(a) => describe::sessions(&cli, a).await,
+        Command::Watch(a) => watch::run(&cli, a).await,
         Command::Validate(a) => validate::run(&cli, a).await,
         Command::Lock(a) => lock::run(&cli, a).await,
         Command::Elect(a) => elect::elect(&cli, a).await,

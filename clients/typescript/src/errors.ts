@@ -53,6 +53,7 @@ export type Reason =
   | "PERMISSION_DENIED"
   | "MEMBERSHIP_CHANGE_REFUSED"
   | "LEARNER_NOT_CAUGHT_UP"
+  | "WATCH_COMPACTED"
   | "INTERNAL";
 
 /**
@@ -90,6 +91,7 @@ export const REASONS: readonly Reason[] = [
   "PERMISSION_DENIED",
   "MEMBERSHIP_CHANGE_REFUSED",
   "LEARNER_NOT_CAUGHT_UP",
+  "WATCH_COMPACTED",
   "INTERNAL",
 ];
 
@@ -469,6 +471,7 @@ const BY_REASON: Record<Reason, ErrorClass> = {
   PERMISSION_DENIED: PermissionDenied,
   MEMBERSHIP_CHANGE_REFUSED: MembershipError,
   LEARNER_NOT_CAUGHT_UP: MembershipError,
+  WATCH_COMPACTED: ServerError,
   INTERNAL: InternalError,
 };
 

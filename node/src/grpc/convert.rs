@@ -3,6 +3,7 @@
 //! statuses. Nothing past this file sees a protobuf type.
 
 use crate::error::NodeError;
+use crate::locks::watch::Watched;
 use crate::locks::{
     Acquire, Campaign, CreateSession, Description, ListQuery, Proclaim, Release, Sequence,
     SessionPage, SessionQuery, SessionView,
@@ -40,6 +41,33 @@ pub fn describe_response(name: String, d: &Description) -> pb::DescribeResponse 
         waiters: d.view.waiters.iter().map(waiter).collect(),
         applied_index: d.applied_index,
         sessions: d.sessions.iter().map(session_info).collect(),
+    }
+}
+
+/// A watched command as the API shows it.
+pub fn watch_response(w: &Watched) -> pb::WatchResponse {
+    use crate::locks::watch::LockEventKind as K;
+    pb::WatchResponse {
+        index: w.index,
+        at_ms: w.at_ms,
+        events: w
+            .events
+            .iter()
+            .map(|e| pb::LockEvent {
+                kind: match e.kind {
+                    K::Granted => pb::LockEventKind::Granted,
+                    K::Handoff => pb::LockEventKind::Handoff,
+                    K::Released => pb::LockEventKind::Released,
+                    K::Expired => pb::LockEventKind::Expired,
+                    K::ForceReleased => pb::LockEventKind::ForceReleased,
+                } as i32,
+                name: e.name.clone(),
+                session_id: e.session,
+                token: e.token,
+                mode: mode_to_pb(e.mode) as i32,
+                metadata: e.metadata.clone(),
+            })
+            .collect(),
     }
 }
 

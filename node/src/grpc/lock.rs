@@ -1,7 +1,7 @@
 //! The Lock service over gRPC: convert, call [`Locks`], convert back. The
 //! Pipeline stream carries many acquires and releases on one HTTP/2 stream.
 
-use super::convert::{describe_response, grant, summary};
+use super::convert::{describe_response, grant, summary, watch_response};
 use crate::auth::{caller, Access, Caller};
 use crate::locks::{Acquired, Locks};
 use futures::Stream;
@@ -116,6 +116,9 @@ fn refusal(id: u64, s: &Status) -> PipelineResponse {
     }
 }
 
+/// A watch's answers.
+pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchResponse, Status>> + Send + 'static>>;
+
 /// The answers of a Pipeline stream.
 pub type PipelineStream =
     Pin<Box<dyn Stream<Item = Result<PipelineResponse, Status>> + Send + 'static>>;
@@ -140,6 +143,32 @@ impl LockApi for LockService {
         self.release_call(&caller, req.into_inner())
             .await
             .map(Response::new)
+    }
+
+    type WatchStream = WatchStream;
+
+    async fn watch(
+        &self,
+        req: Request<WatchRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        let caller = caller(&req)?;
+        // Each watch holds a slot of its connection's allowance until it
+        // ends, so one client cannot pin unbounded server tasks.
+        let node = self.locks.node();
+        let slot = match crate::limits::remote_addr(req.extensions()) {
+            Some(addr) => Some(
+                node.connections
+                    .stream(addr, node.limits.max_keepalive_streams_per_connection)?,
+            ),
+            None => None,
+        };
+        let r = req.into_inner();
+        let events = self.locks.watch(caller, r.prefix, r.after_index)?;
+        let stream = futures::StreamExt::map(events, move |w| {
+            let _slot = &slot;
+            w.map(|w| watch_response(&w)).map_err(Status::from)
+        });
+        Ok(Response::new(Box::pin(stream)))
     }
 
     type PipelineStream = PipelineStream;

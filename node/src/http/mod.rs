@@ -17,7 +17,8 @@ mod error;
 pub use error::HttpError;
 
 use crate::auth::{Caller, SharedAuth};
-use crate::grpc::convert::{describe_response, grant, sessions_response, summary};
+use crate::error::NodeError;
+use crate::grpc::convert::{describe_response, grant, sessions_response, summary, watch_response};
 use crate::locks::{Acquired, Locks};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
@@ -53,6 +54,7 @@ pub fn router(locks: Locks, auth: SharedAuth, max_body: usize) -> Router {
         .route("/v1/lock/list", post(list))
         .route("/v1/lock/validate", post(validate))
         .route("/v1/lock/force-release", post(force_release))
+        .route("/v1/lock/watch", post(watch))
         .route("/v1/election/campaign", post(campaign))
         .route("/v1/election/proclaim", post(proclaim))
         .route("/v1/election/resign", post(resign))
@@ -258,16 +260,46 @@ async fn leader(State(api): State<Api>, c: Call<pb::LeaderRequest>) -> Answer {
 /// client accepts `text/event-stream`. The stream ends with an error
 /// object (`{"error": ...}`) when this node stops leading.
 async fn observe(State(api): State<Api>, headers: HeaderMap, c: Call<pb::LeaderRequest>) -> Answer {
+    let changes = api.locks.observe(&c.caller, c.body.name).await?;
+    Ok(json_lines(
+        &headers,
+        changes.map(|change| {
+            change.map(|leader| {
+                serde_json::to_string(&pb::LeaderResponse {
+                    leader: leader.as_ref().map(grant),
+                })
+            })
+        }),
+    ))
+}
+
+/// Every lock event under a prefix, as Lock.Watch: one JSON object per
+/// line (`{"index": ..., "events": [...]}`), or one server-sent event each;
+/// the stream ends with an error object when the watch loses track.
+async fn watch(State(api): State<Api>, headers: HeaderMap, c: Call<pb::WatchRequest>) -> Answer {
+    let events = api
+        .locks
+        .watch(c.caller.clone(), c.body.prefix, c.body.after_index)?;
+    Ok(json_lines(
+        &headers,
+        events.map(|w| w.map(|w| serde_json::to_string(&watch_response(&w)))),
+    ))
+}
+
+/// A stream of JSON objects as newline-delimited JSON, or as server-sent
+/// events when the client accepts `text/event-stream`; an error ends it as
+/// an `{"error": ...}` object.
+fn json_lines<S>(headers: &HeaderMap, items: S) -> Response
+where
+    S: futures::Stream<Item = Result<serde_json::Result<String>, NodeError>> + Send + 'static,
+{
     let sse = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("text/event-stream"));
-    let changes = api.locks.observe(&c.caller, c.body.name).await?;
-    let frames = changes.map(move |change| {
-        let line = match change {
-            Ok(leader) => serde_json::to_string(&pb::LeaderResponse {
-                leader: leader.as_ref().map(grant),
-            }),
+    let frames = items.map(move |item| {
+        let line = match item {
+            Ok(json) => json,
             Err(e) => serde_json::to_string(&serde_json::json!({
                 "error": HttpError::from(e).body()
             })),
@@ -284,14 +316,14 @@ async fn observe(State(api): State<Api>, headers: HeaderMap, c: Call<pb::LeaderR
     } else {
         "application/x-ndjson"
     };
-    Ok((
+    (
         [
             (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
         ],
         axum::body::Body::from_stream(frames),
     )
-        .into_response())
+        .into_response()
 }
 
 async fn status(State(api): State<Api>, c: Call<pb::StatusRequest>) -> Answer {

@@ -15,6 +15,7 @@ pub mod lease;
 mod reads;
 mod sessions;
 pub mod waits;
+pub mod watch;
 
 pub use acquire::{Acquired, ForceReleased};
 pub use reads::{Description, ListPage, SessionPage, SessionQuery, SessionView};
@@ -33,16 +34,23 @@ pub struct Locks {
     node: Arc<Node>,
     waits: Arc<Waits>,
     leases: Arc<LeaseDriver>,
+    watches: Arc<watch::WatchHub>,
 }
 
 impl Locks {
     /// The service of `node`: waits are woken through `waits`, sessions are
-    /// renewed through `leases`.
-    pub fn new(node: Arc<Node>, waits: Arc<Waits>, leases: Arc<LeaseDriver>) -> Self {
+    /// renewed through `leases`, watchers fed by `watches`.
+    pub fn new(
+        node: Arc<Node>,
+        waits: Arc<Waits>,
+        leases: Arc<LeaseDriver>,
+        watches: Arc<watch::WatchHub>,
+    ) -> Self {
         Locks {
             node,
             waits,
             leases,
+            watches,
         }
     }
 

@@ -11,3 +11,4 @@ mod pipeline;
 mod python_client;
 mod reasons;
 mod typescript_client;
+mod watch;

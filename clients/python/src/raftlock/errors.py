@@ -156,6 +156,7 @@ _BY_REASON: dict[str, type[RaftlockError]] = {
     "PERMISSION_DENIED": PermissionDenied,
     "MEMBERSHIP_CHANGE_REFUSED": MembershipChangeRefused,
     "LEARNER_NOT_CAUGHT_UP": MembershipChangeRefused,
+    "WATCH_COMPACTED": ServerError,
     "INTERNAL": ServerError,
 }
 

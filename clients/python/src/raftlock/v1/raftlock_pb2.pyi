@@ -13,6 +13,15 @@ class LockMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LOCK_MODE_EXCLUSIVE: _ClassVar[LockMode]
     LOCK_MODE_SHARED: _ClassVar[LockMode]
 
+class LockEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    LOCK_EVENT_KIND_UNSPECIFIED: _ClassVar[LockEventKind]
+    LOCK_EVENT_KIND_GRANTED: _ClassVar[LockEventKind]
+    LOCK_EVENT_KIND_HANDOFF: _ClassVar[LockEventKind]
+    LOCK_EVENT_KIND_RELEASED: _ClassVar[LockEventKind]
+    LOCK_EVENT_KIND_EXPIRED: _ClassVar[LockEventKind]
+    LOCK_EVENT_KIND_FORCE_RELEASED: _ClassVar[LockEventKind]
+
 class Role(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ROLE_UNSPECIFIED: _ClassVar[Role]
@@ -24,6 +33,12 @@ class Role(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 LOCK_MODE_UNSPECIFIED: LockMode
 LOCK_MODE_EXCLUSIVE: LockMode
 LOCK_MODE_SHARED: LockMode
+LOCK_EVENT_KIND_UNSPECIFIED: LockEventKind
+LOCK_EVENT_KIND_GRANTED: LockEventKind
+LOCK_EVENT_KIND_HANDOFF: LockEventKind
+LOCK_EVENT_KIND_RELEASED: LockEventKind
+LOCK_EVENT_KIND_EXPIRED: LockEventKind
+LOCK_EVENT_KIND_FORCE_RELEASED: LockEventKind
 ROLE_UNSPECIFIED: Role
 ROLE_FOLLOWER: Role
 ROLE_CANDIDATE: Role
@@ -156,6 +171,40 @@ class CloseSessionResponse(_message.Message):
     RELEASED_FIELD_NUMBER: _ClassVar[int]
     released: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, released: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class WatchRequest(_message.Message):
+    __slots__ = ("prefix", "after_index")
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    AFTER_INDEX_FIELD_NUMBER: _ClassVar[int]
+    prefix: str
+    after_index: int
+    def __init__(self, prefix: _Optional[str] = ..., after_index: _Optional[int] = ...) -> None: ...
+
+class LockEvent(_message.Message):
+    __slots__ = ("kind", "name", "session_id", "token", "mode", "metadata")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    kind: LockEventKind
+    name: str
+    session_id: int
+    token: int
+    mode: LockMode
+    metadata: bytes
+    def __init__(self, kind: _Optional[_Union[LockEventKind, str]] = ..., name: _Optional[str] = ..., session_id: _Optional[int] = ..., token: _Optional[int] = ..., mode: _Optional[_Union[LockMode, str]] = ..., metadata: _Optional[bytes] = ...) -> None: ...
+
+class WatchResponse(_message.Message):
+    __slots__ = ("index", "at_ms", "events")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    AT_MS_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    at_ms: int
+    events: _containers.RepeatedCompositeFieldContainer[LockEvent]
+    def __init__(self, index: _Optional[int] = ..., at_ms: _Optional[int] = ..., events: _Optional[_Iterable[_Union[LockEvent, _Mapping]]] = ...) -> None: ...
 
 class PipelineRequest(_message.Message):
     __slots__ = ("id", "acquire", "release")

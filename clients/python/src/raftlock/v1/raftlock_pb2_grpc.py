@@ -307,6 +307,11 @@ class LockStub:
                 request_serializer=raftlock_dot_v1_dot_raftlock__pb2.PipelineRequest.SerializeToString,
                 response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.PipelineResponse.FromString,
                 _registered_method=True)
+        self.Watch = channel.unary_stream(
+                '/raftlock.v1.Lock/Watch',
+                request_serializer=raftlock_dot_v1_dot_raftlock__pb2.WatchRequest.SerializeToString,
+                response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.WatchResponse.FromString,
+                _registered_method=True)
 
 
 class LockServicer:
@@ -379,6 +384,19 @@ class LockServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Watch(self, request, context):
+        """Every grant, handoff, release, expiry and force-release under a name
+        prefix, in log order, as they are applied. Each answer carries the
+        index of the command it came from: a watcher that reconnects (to any
+        node) with `after_index` set to the last index it saw gets what came
+        after, with no gap and nothing twice, while the node still remembers
+        that far back; otherwise the stream fails with WATCH_COMPACTED and the
+        watcher reads the state afresh (Describe, List) and watches from now.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LockServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -416,6 +434,11 @@ def add_LockServicer_to_server(servicer, server):
                     servicer.Pipeline,
                     request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.PipelineRequest.FromString,
                     response_serializer=raftlock_dot_v1_dot_raftlock__pb2.PipelineResponse.SerializeToString,
+            ),
+            'Watch': grpc.unary_stream_rpc_method_handler(
+                    servicer.Watch,
+                    request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.WatchRequest.FromString,
+                    response_serializer=raftlock_dot_v1_dot_raftlock__pb2.WatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -613,6 +636,33 @@ class Lock:
             '/raftlock.v1.Lock/Pipeline',
             raftlock_dot_v1_dot_raftlock__pb2.PipelineRequest.SerializeToString,
             raftlock_dot_v1_dot_raftlock__pb2.PipelineResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Watch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/raftlock.v1.Lock/Watch',
+            raftlock_dot_v1_dot_raftlock__pb2.WatchRequest.SerializeToString,
+            raftlock_dot_v1_dot_raftlock__pb2.WatchResponse.FromString,
             options,
             channel_credentials,
             insecure,
