@@ -39,6 +39,11 @@ pub struct Recorded {
     pub request_id: RequestId,
     /// What it answered.
     pub first: Result<Reply, LeaseError>,
+    /// The lock it asked for and whether it waited: a seq and request id
+    /// reused for another lock, or a wait reusing a try-lock's, is refused
+    /// rather than answered with the first call's verdict. `None` for
+    /// answers recorded before snapshot format 4, which did not keep it.
+    pub call: Option<(String, bool)>,
 }
 
 /// The index entry of a session created with `key` by `owner`: keys are
@@ -158,7 +163,11 @@ impl LeaseMachine {
             });
         }
         if let Some(recorded) = once.answers.get(&seq).cloned() {
-            if recorded.request_id != *request_id {
+            let other_call = recorded
+                .call
+                .as_ref()
+                .is_some_and(|(n, waits)| n != name || *waits != req.wait_ms.is_some());
+            if recorded.request_id != *request_id || other_call {
                 return Err(LeaseError::InvalidArgument(format!(
                     "sequence number {seq} of session {session} belongs to another request"
                 )));
@@ -191,6 +200,7 @@ impl LeaseMachine {
             });
         }
         let (session, request_id) = (*session, *request_id);
+        let call = Some((name.to_owned(), req.wait_ms.is_some()));
         let first = self.acquire(req, index, at_ms, events);
         if let Some(once) = self.once.get_mut(&session) {
             once.answers.insert(
@@ -204,6 +214,7 @@ impl LeaseMachine {
                         Ok(Reply::Busy { .. }) => Ok(Reply::Busy { holders: vec![] }),
                         other => other.clone(),
                     },
+                    call,
                 },
             );
         }

@@ -12,7 +12,8 @@
 //! struct of those first fields.
 //!
 //! Version 4 adds where sessions' clients run (`origins`), after the fields
-//! of version 3, which is read through a struct of those.
+//! of version 3, and the call each exactly-once answer answered; version 3
+//! is read through structs of its own layout.
 
 use super::LeaseMachine;
 use serde::{Deserialize, Serialize};
@@ -61,8 +62,44 @@ struct V3 {
     sessions: std::collections::BTreeMap<super::SessionId, super::Session>,
     locks: std::collections::BTreeMap<String, super::LockState>,
     owners: std::collections::BTreeMap<String, u64>,
-    once: std::collections::BTreeMap<super::SessionId, super::once::Once>,
+    once: std::collections::BTreeMap<super::SessionId, OnceV3>,
     session_keys: std::collections::BTreeMap<String, super::SessionId>,
+}
+
+/// A session's exactly-once bookkeeping as version 3 wrote it: its answers
+/// without the call they answered.
+#[derive(Deserialize)]
+struct OnceV3 {
+    key: Option<u128>,
+    acked_below: u64,
+    answers: std::collections::BTreeMap<u64, RecordedV3>,
+}
+
+#[derive(Deserialize)]
+struct RecordedV3 {
+    request_id: super::RequestId,
+    first: Result<super::Reply, super::LeaseError>,
+}
+
+impl From<OnceV3> for super::once::Once {
+    fn from(o: OnceV3) -> Self {
+        super::once::Once {
+            key: o.key,
+            acked_below: o.acked_below,
+            answers: o
+                .answers
+                .into_iter()
+                .map(|(seq, r)| {
+                    let recorded = super::once::Recorded {
+                        request_id: r.request_id,
+                        first: r.first,
+                        call: None,
+                    };
+                    (seq, recorded)
+                })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -112,7 +149,7 @@ impl LeaseMachine {
                     sessions: v3.sessions,
                     locks: v3.locks,
                     owners: v3.owners,
-                    once: v3.once,
+                    once: v3.once.into_iter().map(|(s, o)| (s, o.into())).collect(),
                     session_keys: v3.session_keys,
                     ..LeaseMachine::default()
                 };

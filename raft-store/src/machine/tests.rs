@@ -596,6 +596,27 @@ mod exactly_once {
         assert!(log.m.lock("l").is_none(), "nobody holds the lock");
     }
 
+    /// A seq and request id reused for another lock, or by a wait for a
+    /// try-lock's, is a client's mistake: refused, never answered with the
+    /// first call's verdict as if it were this one's.
+    #[test]
+    fn a_sequence_number_reused_by_another_call_is_refused() {
+        let mut log = Log::new();
+        let owner = log.session();
+        granted(&log.apply(seq_acquire(owner, "a", 9, 1, 1, None)));
+        let s = log.session();
+        let busy = log.apply(seq_acquire(s, "a", 7, 1, 1, None));
+        assert!(matches!(busy.reply, Ok(Reply::Busy { .. })), "{busy}");
+        let other_lock = log.apply(seq_acquire(s, "b", 7, 1, 1, None));
+        assert_eq!(err(&other_lock), "invalid-argument");
+        let now_waits = log.apply(seq_acquire(s, "a", 7, 1, 1, Some(1_000)));
+        assert_eq!(err(&now_waits), "invalid-argument");
+        assert!(log.m.lock("b").is_none());
+        // The true duplicate is still answered as the first.
+        let again = log.apply(seq_acquire(s, "a", 7, 1, 1, None));
+        assert!(matches!(again.reply, Ok(Reply::Busy { .. })), "{again}");
+    }
+
     #[test]
     fn a_duplicate_of_a_busy_try_lock_stays_busy_after_the_lock_is_freed() {
         let mut log = Log::new();

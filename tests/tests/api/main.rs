@@ -10,5 +10,6 @@ mod http;
 mod pipeline;
 mod python_client;
 mod reasons;
+mod reasons_more;
 mod typescript_client;
 mod watch;
