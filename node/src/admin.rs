@@ -354,13 +354,19 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     node: Arc<Node>,
     handle: PrometheusHandle,
+    ui: crate::ui::Ui,
     mut stop: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
+    let inspector = Router::new()
+        .route("/ui", get(crate::ui::page))
+        .route("/ui/state", get(crate::ui::state))
+        .with_state(ui);
     let app = Router::new()
         .route("/metrics", get(metrics_text))
         .route("/health", get(|| async { "ok\n" }))
         .route("/ready", get(ready))
-        .with_state(AdminState { node, handle });
+        .with_state(AdminState { node, handle })
+        .merge(inspector);
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             let _ = stop.wait_for(|s| *s).await;

@@ -34,3 +34,4 @@ pub mod reload;
 pub mod server;
 pub mod tls;
 pub mod transfer;
+pub mod ui;

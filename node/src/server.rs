@@ -325,8 +325,12 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         let listener = bind(addr).await?;
         let (node, stopped) = (node.clone(), stop.subscribe());
         let addr = addr.clone();
+        let ui = crate::ui::Ui {
+            locks: locks.clone(),
+            auth: auth.clone(),
+        };
         tokio::spawn(async move {
-            if let Err(e) = crate::admin::serve(listener, node, handle, stopped).await {
+            if let Err(e) = crate::admin::serve(listener, node, handle, ui, stopped).await {
                 warn!(addr = %addr, error = %e, "admin listener failed");
             }
         });

@@ -422,6 +422,17 @@ export class PermissionDenied extends RaftlockError {}
 export class MembershipError extends RaftlockError {}
 
 /**
+ * A watch could not resume where it left off: the node no longer remembers
+ * lock events that far back. Read the state afresh and watch from now.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof WatchCompacted) await resync();
+ * ```
+ */
+export class WatchCompacted extends RaftlockError {}
+
+/**
  * A fault of the server's own.
  *
  * @example
@@ -471,7 +482,7 @@ const BY_REASON: Record<Reason, ErrorClass> = {
   PERMISSION_DENIED: PermissionDenied,
   MEMBERSHIP_CHANGE_REFUSED: MembershipError,
   LEARNER_NOT_CAUGHT_UP: MembershipError,
-  WATCH_COMPACTED: ServerError,
+  WATCH_COMPACTED: WatchCompacted,
   INTERNAL: InternalError,
 };
 

@@ -55,6 +55,7 @@ export {
   Unavailable,
   WaitNotFound,
   WaitTimedOut,
+  WatchCompacted,
   errorFromBody,
 } from "./errors";
 export type { ErrorBody, ErrorInit, Reason } from "./errors";

@@ -59,6 +59,18 @@ impl Locks {
         &self.node
     }
 
+    /// The lock events of the last `n` commands this node applied, for
+    /// the inspector page (not a watch: no resume, no order promise
+    /// beyond these).
+    pub fn recent_events(&self, n: usize) -> Vec<Arc<watch::Watched>> {
+        self.watches.recent(n)
+    }
+
+    /// Time left for `session` on this node if it leads.
+    pub fn session_time_left(&self, session: SessionId) -> Option<Duration> {
+        self.leases.remaining(session)
+    }
+
     fn term(&self) -> u64 {
         self.node.raft.metrics().borrow().current_term
     }

@@ -198,6 +198,12 @@ impl WatchHub {
         let _ = self.live.send(Feed::Reset);
     }
 
+    /// The last `n` commands with lock events, newest last.
+    pub fn recent(&self, n: usize) -> Vec<Arc<Watched>> {
+        let h = self.history();
+        h.commands.iter().rev().take(n).rev().cloned().collect()
+    }
+
     /// Starts a watch after `after` (0: from now).
     pub fn begin(&self, after: u64) -> Result<Start, NodeError> {
         let h = self.history();

@@ -4,3 +4,4 @@
 
 mod dashboard;
 mod observability;
+mod ui;

@@ -193,3 +193,83 @@ async fn identities_rights_and_session_ownership_are_enforced() {
     );
     ga.release().await.unwrap();
 }
+
+/// The inspector page and the session list show an identity only what it
+/// may read: no token, no page; team-a sees team-a's locks and its own
+/// sessions; root sees everything.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_inspector_and_the_session_list_follow_the_rights() {
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let auth = auth_file(dir.path());
+    let auth = auth.display().to_string();
+    let cluster = Cluster::start_secure(
+        3,
+        &["--auth-file", &auth],
+        Access {
+            token: Some("token-root".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let a = client_as(&cluster, "token-a").await;
+    let b = client_as(&cluster, "token-b").await;
+    let sa = a.session(Duration::from_secs(10)).await.unwrap();
+    let sb = b.session(Duration::from_secs(10)).await.unwrap();
+    let _ga = sa.lock("team-a/x").acquire().await.unwrap();
+    let _gb = sb.lock("team-b/y").acquire().await.unwrap();
+
+    // Session.List: a sees its own; root all of them.
+    let mine = a.sessions("").await.unwrap();
+    assert_eq!(
+        mine.iter().map(|s| s.session_id).collect::<Vec<_>>(),
+        vec![sa.id()]
+    );
+    let root = client_as(&cluster, "token-root").await;
+    assert!(root.sessions("").await.unwrap().len() >= 2);
+
+    let leader = cluster.wait_for_leader(Duration::from_secs(10)).await;
+    let admin = cluster.node(leader).metrics_addr.clone().unwrap();
+    let get = |auth: Option<String>| {
+        let admin = admin.clone();
+        async move {
+            let headers: Vec<(&str, String)> =
+                auth.into_iter().map(|v| ("authorization", v)).collect();
+            let headers: Vec<(&str, &str)> =
+                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            raftlock_tests::http_call(&admin, "GET", "/ui/state", &headers, "")
+                .await
+                .unwrap()
+        }
+    };
+    let anon = get(None).await;
+    assert_eq!(anon.status, 401, "{anon:?}");
+    assert!(anon
+        .header("www-authenticate")
+        .is_some_and(|v| v.starts_with("Basic")));
+    let page = raftlock_tests::http_call(&admin, "GET", "/ui", &[], "")
+        .await
+        .unwrap();
+    assert_eq!(page.status, 401, "the page too asks for the token");
+    // A browser sends the token as the basic-auth password.
+    let basic = |token: &str| {
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("ops:{token}"))
+        )
+    };
+    let seen_by_a = get(Some(basic("token-a"))).await;
+    assert_eq!(seen_by_a.status, 200, "{seen_by_a:?}");
+    let v = seen_by_a.json();
+    let names: Vec<&str> = v["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["team-a/x"], "{v}");
+    assert_eq!(v["sessions_total"], 1, "{v}");
+    let seen_by_root = get(Some("Bearer token-root".into())).await.json();
+    assert_eq!(seen_by_root["locks_total"], 2, "{seen_by_root}");
+    assert_eq!(get(Some(basic("token-x"))).await.status, 401);
+}

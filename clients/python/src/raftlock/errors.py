@@ -125,6 +125,11 @@ class MembershipChangeRefused(RaftlockError):
     """The cluster refused a membership change."""
 
 
+class WatchCompacted(RaftlockError):
+    """A watch could not resume where it left off: the node no longer remembers
+    lock events that far back. Read the state afresh and watch from now."""
+
+
 class ServerError(RaftlockError):
     """Any other answer from the server (or one without a reason)."""
 
@@ -156,7 +161,7 @@ _BY_REASON: dict[str, type[RaftlockError]] = {
     "PERMISSION_DENIED": PermissionDenied,
     "MEMBERSHIP_CHANGE_REFUSED": MembershipChangeRefused,
     "LEARNER_NOT_CAUGHT_UP": MembershipChangeRefused,
-    "WATCH_COMPACTED": ServerError,
+    "WATCH_COMPACTED": WatchCompacted,
     "INTERNAL": ServerError,
 }
 
