@@ -283,7 +283,14 @@ export class Client {
     // it applied the creation, which is no earlier.
     const sent = now();
     const r = await this.cluster.call<{ sessionId?: string; ttlMs?: string }>("/v1/session/create", () => ({
-      body: { ttlMs: String(ttlMs), clientName: options.clientName ?? this.options.clientName, creationKey },
+      body: {
+        ttlMs: String(ttlMs),
+        clientName: options.clientName ?? this.options.clientName,
+        creationKey,
+        // Shown to operators with the session's locks (describe, /ui).
+        host: hostname().slice(0, 256),
+        pid: process.pid,
+      },
     }));
     const granted = num(r.ttlMs) || ttlMs;
     const s = new Session(this, this.cluster, u64(r.sessionId), granted, sent);

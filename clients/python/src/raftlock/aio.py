@@ -286,7 +286,12 @@ class Client:
         orphan session."""
         key = uuid.uuid4().bytes
         req = pb.CreateSessionRequest(
-            ttl_ms=int(ttl * 1000), client_name=name or self.client_name, creation_key=key
+            ttl_ms=int(ttl * 1000),
+            client_name=name or self.client_name,
+            creation_key=key,
+            # Shown to operators with the session's locks (describe, /ui).
+            host=socket.gethostname().encode()[:256].decode(errors="ignore"),
+            pid=os.getpid(),
         )
         sent = time.monotonic()
 
