@@ -57,15 +57,21 @@ pub(crate) fn bytes_as_text<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<
     map.end()
 }
 
+/// A mode on the wire; anything but shared is exclusive, as the server
+/// reads it.
+pub(crate) fn mode_from_pb(mode: i32) -> Mode {
+    if mode == pb::LockMode::Shared as i32 {
+        Mode::Shared
+    } else {
+        Mode::Exclusive
+    }
+}
+
 impl From<pb::Grant> for Grant {
     fn from(g: pb::Grant) -> Self {
         Grant {
             token: g.token,
-            mode: if g.mode == pb::LockMode::Shared as i32 {
-                Mode::Shared
-            } else {
-                Mode::Exclusive
-            },
+            mode: mode_from_pb(g.mode),
             name: g.name,
             session_id: g.session_id,
             granted_at_ms: g.granted_at_ms,
@@ -193,11 +199,7 @@ impl From<pb::DescribeResponse> for LockInfo {
             .into_iter()
             .map(|w| WaiterInfo {
                 session_id: w.session_id,
-                mode: if w.mode == pb::LockMode::Shared as i32 {
-                    Mode::Shared
-                } else {
-                    Mode::Exclusive
-                },
+                mode: mode_from_pb(w.mode),
                 enqueued_at_ms: w.enqueued_at_ms,
                 timeout_ms: w.timeout_ms,
             })

@@ -86,11 +86,7 @@ impl From<pb::WatchResponse> for WatchBatch {
                     name: e.name,
                     session_id: e.session_id,
                     token: e.token,
-                    mode: if e.mode == pb::LockMode::Shared as i32 {
-                        Mode::Shared
-                    } else {
-                        Mode::Exclusive
-                    },
+                    mode: crate::types::mode_from_pb(e.mode),
                     metadata: e.metadata,
                 })
                 .collect(),

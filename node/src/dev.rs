@@ -204,6 +204,10 @@ pub async fn run(args: DevArgs, signal: impl Future<Output = ()>) -> anyhow::Res
         Err(e) => bail!("{e}\nnode logs are in {}", dir.display()),
     };
     let leader = cluster.wait_for_leader(Duration::from_secs(30)).await?;
+    // Every node names the leader before the endpoints are printed: a
+    // script's first call may go to any of them (the README's curl example
+    // asks the first for the leader's address).
+    cluster.wait_for_followers(Duration::from_secs(30)).await?;
     let endpoints = cluster.endpoints();
     println!("RAFTLOCK_ENDPOINTS={}", endpoints.join(","));
     if let Some(t) = &tls {

@@ -77,16 +77,8 @@ impl ElectionApi for ElectionService {
         req: Request<LeaderRequest>,
     ) -> Result<Response<Self::ObserveStream>, Status> {
         let caller = caller(&req)?;
-        // The stream holds a slot of its connection's allowance until it
-        // ends, so one client cannot pin unbounded server tasks.
         let node = self.locks.node();
-        let slot = match crate::limits::remote_addr(req.extensions()) {
-            Some(addr) => Some(
-                node.connections
-                    .stream(addr, node.limits.max_keepalive_streams_per_connection)?,
-            ),
-            None => None,
-        };
+        let slot = crate::limits::stream_slot(node.as_ref(), req.extensions())?;
         let changes = self.locks.observe(&caller, req.into_inner().name).await?;
         let stream = changes.map(move |change| {
             let _slot = &slot;

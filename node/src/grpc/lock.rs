@@ -152,16 +152,8 @@ impl LockApi for LockService {
         req: Request<WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
         let caller = caller(&req)?;
-        // Each watch holds a slot of its connection's allowance until it
-        // ends, so one client cannot pin unbounded server tasks.
         let node = self.locks.node();
-        let slot = match crate::limits::remote_addr(req.extensions()) {
-            Some(addr) => Some(
-                node.connections
-                    .stream(addr, node.limits.max_keepalive_streams_per_connection)?,
-            ),
-            None => None,
-        };
+        let slot = crate::limits::stream_slot(node.as_ref(), req.extensions())?;
         let r = req.into_inner();
         let events = self.locks.watch(caller, r.prefix, r.after_index)?;
         let stream = futures::StreamExt::map(events, move |w| {

@@ -66,15 +66,7 @@ impl SessionApi for SessionService {
         let caller = caller(&req)?;
         caller.check_any(Access::Lock)?;
         let node = self.locks.node().clone();
-        // Each stream holds a slot of its connection's allowance until it
-        // ends, so one client cannot pin unbounded server tasks.
-        let slot = match crate::limits::remote_addr(req.extensions()) {
-            Some(addr) => Some(
-                node.connections
-                    .stream(addr, node.limits.max_keepalive_streams_per_connection)?,
-            ),
-            None => None,
-        };
+        let slot = crate::limits::stream_slot(node.as_ref(), req.extensions())?;
         let mut inbound = req.into_inner();
         let locks = self.locks.clone();
         let mut stopping = node.stopping.clone();

@@ -51,10 +51,15 @@ pub fn metadata(what: &str, bytes: &[u8]) -> Result<(), LeaseError> {
 
 /// A session's client name or owner.
 pub fn client_name(name: &str) -> Result<(), LeaseError> {
-    if name.len() > limits::MAX_CLIENT_NAME_LEN {
+    short_text("client name", name)
+}
+
+/// Free text about a client (its name, its host) within one bound.
+fn short_text(what: &str, text: &str) -> Result<(), LeaseError> {
+    if text.len() > limits::MAX_CLIENT_NAME_LEN {
         return Err(LeaseError::InvalidArgument(format!(
-            "client name is {} bytes, more than the limit of {}",
-            name.len(),
+            "{what} is {} bytes, more than the limit of {}",
+            text.len(),
             limits::MAX_CLIENT_NAME_LEN
         )));
     }
@@ -63,14 +68,7 @@ pub fn client_name(name: &str) -> Result<(), LeaseError> {
 
 /// A client's host name within the same bound as its client name.
 pub fn host(host: &str) -> Result<(), LeaseError> {
-    if host.len() > limits::MAX_CLIENT_NAME_LEN {
-        return Err(LeaseError::InvalidArgument(format!(
-            "host is {} bytes, more than the limit of {}",
-            host.len(),
-            limits::MAX_CLIENT_NAME_LEN
-        )));
-    }
-    Ok(())
+    short_text("host", host)
 }
 
 /// An Acquire wait within the machine's absolute bound.
