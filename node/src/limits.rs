@@ -263,22 +263,6 @@ impl ConnectionCounts {
     }
 }
 
-/// A slot for one more long-lived stream (keep-alive, observe, watch) on
-/// the connection `ext` came on, held until the stream ends, so that one
-/// client cannot pin unbounded server tasks. `None` where the transport
-/// names no peer address (nothing to count against).
-pub fn stream_slot(
-    node: &crate::node::Node,
-    ext: &http::Extensions,
-) -> Result<Option<Slot>, Status> {
-    remote_addr(ext)
-        .map(|addr| {
-            node.connections
-                .stream(addr, node.limits.max_keepalive_streams_per_connection)
-        })
-        .transpose()
-}
-
 /// The remote address of the connection a request came on.
 pub fn remote_addr(ext: &http::Extensions) -> Option<SocketAddr> {
     use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};

@@ -78,7 +78,7 @@ impl ElectionApi for ElectionService {
     ) -> Result<Response<Self::ObserveStream>, Status> {
         let caller = caller(&req)?;
         let node = self.locks.node();
-        let slot = crate::limits::stream_slot(node.as_ref(), req.extensions())?;
+        let slot = super::stream_slot(node.as_ref(), req.extensions())?;
         let changes = self.locks.observe(&caller, req.into_inner().name).await?;
         let stream = changes.map(move |change| {
             let _slot = &slot;

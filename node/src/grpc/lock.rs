@@ -153,7 +153,7 @@ impl LockApi for LockService {
     ) -> Result<Response<Self::WatchStream>, Status> {
         let caller = caller(&req)?;
         let node = self.locks.node();
-        let slot = crate::limits::stream_slot(node.as_ref(), req.extensions())?;
+        let slot = super::stream_slot(node.as_ref(), req.extensions())?;
         let r = req.into_inner();
         let events = self.locks.watch(caller, r.prefix, r.after_index)?;
         let stream = futures::StreamExt::map(events, move |w| {

@@ -66,7 +66,7 @@ impl SessionApi for SessionService {
         let caller = caller(&req)?;
         caller.check_any(Access::Lock)?;
         let node = self.locks.node().clone();
-        let slot = crate::limits::stream_slot(node.as_ref(), req.extensions())?;
+        let slot = super::stream_slot(node.as_ref(), req.extensions())?;
         let mut inbound = req.into_inner();
         let locks = self.locks.clone();
         let mut stopping = node.stopping.clone();
