@@ -117,6 +117,8 @@ pub fn lease_reason(e: &LeaseError) -> Reason {
         LeaseError::TooManyWaiters { .. } => Reason::TooManyWaiters,
         LeaseError::TooManyLocks { .. } => Reason::TooManyLocks,
         LeaseError::TooManyUnacknowledged { .. } => Reason::TooManyUnacknowledged,
+        LeaseError::PermitsExceeded { .. } => Reason::PermitsMismatch,
+        LeaseError::TooManySizes { .. } => Reason::TooManyLocks,
     }
 }
 

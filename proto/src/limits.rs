@@ -35,3 +35,14 @@ pub const MAX_UNACKED_REQUESTS_PER_SESSION: usize = 4_096;
 pub const DEFAULT_LIST_LIMIT: u32 = 100;
 /// Largest page of a List call.
 pub const MAX_LIST_LIMIT: u32 = 1_000;
+/// Shortest hold cap an Acquire may set, in ms: a shorter one would end
+/// holds on ordinary network jitter, before a client could use them.
+pub const MIN_HOLD_MS: u64 = 1_000;
+/// Longest hold cap an Acquire may set, in ms (a week).
+pub const MAX_HOLD_MS: u64 = 604_800_000;
+/// Longest lock-delay an Acquire may set, in ms (Consul caps it at the
+/// same minute): long enough for a holder that lost its lock to stop, short
+/// enough that a lost session does not stall everyone behind it for long.
+pub const MAX_LOCK_DELAY_MS: u64 = 60_000;
+/// Most semaphores whose size was set by Resize (sizes outlive holders).
+pub const MAX_SIZED_LOCKS: usize = 100_000;

@@ -17,7 +17,7 @@
 use proptest::prelude::*;
 use raftlock_proto::limits::MAX_UNACKED_REQUESTS_PER_SESSION;
 use raftlock_store::machine::{
-    Command, Event, LeaseError, LeaseMachine, Mode, Outcome, Reply, RequestId,
+    Command, Event, LeaseError, LeaseMachine, Mode, Outcome, Reply, RequestId, Terms,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -35,6 +35,8 @@ enum Op {
         shared: bool,
         permits: Option<u32>,
         wait: bool,
+        /// Permits taken (shared), a hold cap, a lock-delay.
+        terms: Terms,
     },
     Release {
         s: usize,
@@ -67,6 +69,31 @@ enum Op {
         owner: usize,
         key: usize,
     },
+    /// A semaphore resized (0: its size forgotten).
+    Resize {
+        lock: usize,
+        permits: u32,
+    },
+    /// The leader ends a holder's hold cap (right or wrong token).
+    EndHold {
+        s: usize,
+        lock: usize,
+        right_token: bool,
+    },
+    /// The leader ends a lock's lock-delay.
+    EndDelay(usize),
+}
+
+fn terms() -> impl Strategy<Value = Terms> {
+    prop_oneof![
+        3 => Just(Terms::default()),
+        1 => (1u32..4, prop::option::of(Just(1_000u64)), prop::option::of(Just(2_000u64)))
+            .prop_map(|(count, cap, delay)| Terms {
+                count,
+                max_hold_ms: cap.unwrap_or(0),
+                lock_delay_ms: delay.unwrap_or(0),
+            }),
+    ]
 }
 
 /// Which packet a sequenced acquire is.
@@ -106,8 +133,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::Close),
         1 => prop::collection::vec(any::<usize>(), 1..3).prop_map(Op::Expire),
         8 => (any::<usize>(), 0..LOCKS.len(), 0u8..6, any::<bool>(),
-              prop::option::weighted(0.3, 1u32..4), prop::bool::weighted(0.7))
-            .prop_map(|(s, lock, req, shared, permits, wait)| Op::Acquire { s, lock, req, shared, permits, wait }),
+              prop::option::weighted(0.3, 1u32..4), prop::bool::weighted(0.7), terms())
+            .prop_map(|(s, lock, req, shared, permits, wait, terms)| Op::Acquire { s, lock, req, shared, permits, wait, terms }),
         5 => (any::<usize>(), 0..LOCKS.len(), prop::bool::weighted(0.9))
             .prop_map(|(s, lock, right_token)| Op::Release { s, lock, right_token }),
         // From 6 up: one of the lock's waiters, so that sequenced requests'
@@ -119,6 +146,10 @@ fn op() -> impl Strategy<Value = Op> {
               prop::bool::weighted(0.6), packet(), prop::bool::weighted(0.6))
             .prop_map(|(s, lock, shared, permits, wait, packet, delivered)| Op::Seq { s, lock, shared, permits, wait, packet, delivered }),
         2 => (0..OWNERS.len(), 0..KEYS.len()).prop_map(|(owner, key)| Op::CreateOnce { owner, key }),
+        1 => (0..LOCKS.len(), 0u32..5).prop_map(|(lock, permits)| Op::Resize { lock, permits }),
+        2 => (any::<usize>(), 0..LOCKS.len(), prop::bool::weighted(0.8))
+            .prop_map(|(s, lock, right_token)| Op::EndHold { s, lock, right_token }),
+        2 => (0..LOCKS.len()).prop_map(Op::EndDelay),
     ]
 }
 
@@ -139,13 +170,14 @@ struct Holder {
     mode: Mode,
     token: u64,
     req: u128,
+    terms: Terms,
 }
 
 #[derive(Clone, Debug, Default)]
 struct MLock {
     permits: Option<u32>,
     holders: Vec<Holder>,
-    queue: Vec<(u64, Mode, u128)>,
+    queue: Vec<(u64, Mode, u128, Terms)>,
 }
 
 /// The first answer to a sequenced request, as the model keeps it.
@@ -197,6 +229,10 @@ struct Model {
     once: BTreeMap<u64, MOnce>,
     keys: BTreeMap<(&'static str, u128), u64>,
     clients: BTreeMap<u64, Client>,
+    /// Locks in lock-delay, with its length.
+    delayed: BTreeMap<String, u64>,
+    /// Sizes set by Resize.
+    sizes: BTreeMap<String, u32>,
 }
 
 /// A reply reduced to what the model predicts.
@@ -220,12 +256,13 @@ struct Request {
     wait: bool,
 }
 
-fn fits(l: &MLock, mode: Mode, permits: Option<u32>) -> bool {
+fn fits(l: &MLock, mode: Mode, permits: Option<u32>, count: u32) -> bool {
+    let taken: u64 = l.holders.iter().map(|h| u64::from(h.terms.count)).sum();
     match mode {
         Mode::Exclusive => l.holders.is_empty(),
         Mode::Shared => {
             l.holders.iter().all(|h| h.mode == Mode::Shared)
-                && (l.holders.len() as u64) < permits.unwrap_or(u32::MAX) as u64
+                && taken + u64::from(count) <= u64::from(permits.unwrap_or(u32::MAX))
         }
     }
 }
@@ -277,7 +314,16 @@ impl Model {
         if once.kept.len() >= MAX_UNACKED_REQUESTS_PER_SESSION {
             return Answer::Err("too-many-unacknowledged");
         }
-        let first = self.acquire(r.session, &r.name, r.req, r.mode, r.permits, r.wait, index);
+        let first = self.acquire(
+            r.session,
+            &r.name,
+            r.req,
+            r.mode,
+            r.permits,
+            r.wait,
+            Terms::default(),
+            index,
+        );
         let kept = Kept {
             req: r.req,
             name: r.name,
@@ -321,16 +367,21 @@ impl Model {
     }
 
     fn grant_queue(&mut self, name: &str, index: u64) {
+        let delayed = self.delayed.contains_key(name);
         let Some(l) = self.locks.get_mut(name) else {
             return;
         };
-        while !l.queue.is_empty() && fits(l, l.queue[0].1, l.permits) {
-            let (session, mode, req) = l.queue.remove(0);
+        while !delayed
+            && !l.queue.is_empty()
+            && fits(l, l.queue[0].1, l.permits, l.queue[0].3.count)
+        {
+            let (session, mode, req, terms) = l.queue.remove(0);
             l.holders.push(Holder {
                 session,
                 mode,
                 token: index,
                 req,
+                terms,
             });
         }
         if l.holders.is_empty() && l.queue.is_empty() {
@@ -489,12 +540,12 @@ impl Model {
                 } else {
                     Answer::Err("session-not-found")
                 };
-                self.end(&[s], index);
+                self.end(&[s], false, index);
                 (Command::CloseSession { session: s }, answer)
             }
             Op::Expire(ss) => {
                 let ids: Vec<u64> = ss.iter().map(|s| self.pick(*s)).collect();
-                self.end(&ids, index);
+                self.end(&ids, true, index);
                 (Command::ExpireSessions { sessions: ids }, Answer::Ok)
             }
             Op::Acquire {
@@ -504,6 +555,7 @@ impl Model {
                 shared,
                 permits,
                 wait,
+                terms,
             } => {
                 let session = self.pick(*s);
                 let name = LOCKS[*lock];
@@ -513,7 +565,7 @@ impl Model {
                     Mode::Exclusive
                 };
                 let req = *req as u128;
-                let cmd = Command::Acquire {
+                let mut cmd = Command::Acquire {
                     session,
                     name: name.into(),
                     request_id: RequestId(req),
@@ -522,9 +574,15 @@ impl Model {
                     wait_ms: wait.then_some(1_000),
                     metadata: vec![],
                 };
+                if !terms.is_plain() {
+                    cmd = Command::Termed {
+                        terms: *terms,
+                        command: Box::new(cmd),
+                    };
+                }
                 (
                     cmd,
-                    self.acquire(session, name, req, mode, *permits, *wait, index),
+                    self.acquire(session, name, req, mode, *permits, *wait, *terms, index),
                 )
             }
             Op::Release {
@@ -632,12 +690,85 @@ impl Model {
             Op::ForceRelease(lock) => {
                 let name = LOCKS[*lock];
                 if let Some(l) = self.locks.get_mut(name) {
-                    for h in std::mem::take(&mut l.holders) {
+                    let taken = std::mem::take(&mut l.holders);
+                    for h in taken {
                         self.finished.insert((h.session, h.req), "request-released");
+                        self.lose(name, &h);
                     }
                     self.grant_queue(name, index);
                 }
                 (Command::ForceRelease { name: name.into() }, Answer::Ok)
+            }
+            Op::Resize { lock, permits } => {
+                let name = LOCKS[*lock];
+                let most_asked = self
+                    .locks
+                    .get(name)
+                    .and_then(|l| l.queue.iter().map(|w| w.3.count).max())
+                    .unwrap_or(0);
+                let mut answer = Answer::Ok;
+                if *permits == 0 {
+                    if self.sizes.remove(name).is_some() {
+                        if let Some(l) = self.locks.get_mut(name) {
+                            let taken: u32 = l.holders.iter().map(|h| h.terms.count).sum();
+                            l.permits = l.permits.map(|p| p.max(taken));
+                        }
+                    }
+                } else if most_asked > *permits {
+                    answer = Answer::Err("permits-exceeded");
+                } else {
+                    self.sizes.insert(name.into(), *permits);
+                    if let Some(l) = self.locks.get_mut(name) {
+                        l.permits = Some(*permits);
+                    }
+                    self.grant_queue(name, index);
+                }
+                let cmd = Command::Resize {
+                    name: name.into(),
+                    permits: *permits,
+                };
+                (cmd, answer)
+            }
+            Op::EndHold {
+                s,
+                lock,
+                right_token,
+            } => {
+                let name = LOCKS[*lock];
+                let holders = self
+                    .locks
+                    .get(name)
+                    .map(|l| l.holders.clone())
+                    .unwrap_or_default();
+                let (session, token) = match holders.get(*s % holders.len().max(1)) {
+                    Some(h) if *right_token => (h.session, h.token),
+                    Some(h) => (h.session, h.token + 1),
+                    None => (self.pick(*s), index),
+                };
+                let ended = holders
+                    .iter()
+                    .find(|h| h.session == session && h.token == token && h.terms.max_hold_ms > 0)
+                    .cloned();
+                if let Some(h) = ended {
+                    let l = self.locks.get_mut(name).expect("held lock exists");
+                    l.holders.retain(|x| x.session != session);
+                    self.finished.insert((session, h.req), "request-released");
+                    self.lose(name, &h);
+                    self.grant_queue(name, index);
+                }
+                let cmd = Command::EndHold {
+                    name: name.into(),
+                    session,
+                    token,
+                };
+                (cmd, Answer::Ok)
+            }
+            Op::EndDelay(lock) => {
+                let name = LOCKS[*lock];
+                if self.delayed.remove(name).is_some() {
+                    self.grant_queue(name, index);
+                }
+                (Command::EndLockDelay { name: name.into() }, Answer::Ok)
             }
         }
     }
@@ -651,8 +782,15 @@ impl Model {
         mode: Mode,
         permits: Option<u32>,
         wait: bool,
+        terms: Terms,
         index: u64,
     ) -> Answer {
+        let bad_terms = terms.count == 0
+            || (mode == Mode::Exclusive && terms.count > 1)
+            || (mode == Mode::Shared && terms.lock_delay_ms > 0);
+        if bad_terms {
+            return Answer::Err("invalid-argument");
+        }
         if !self.alive.contains(&session) {
             return Answer::Err("session-not-found");
         }
@@ -674,16 +812,21 @@ impl Model {
         if let Some(code) = self.finished.get(&(session, req)) {
             return Answer::Err(code);
         }
-        if let (Some(p), Some(q)) = (permits, l.permits) {
+        let size = self.sizes.get(name).copied();
+        if let (Some(p), Some(q), None) = (permits, l.permits, size) {
             if p != q {
                 return Answer::Err("permits-mismatch");
             }
         }
-        let cap = l
-            .permits
+        let cap = size
+            .or(l.permits)
             .or(permits)
             .or((mode == Mode::Shared).then_some(u32::MAX));
-        if l.queue.is_empty() && fits(&l, mode, cap) {
+        if mode == Mode::Shared && terms.count > cap.unwrap_or(u32::MAX) {
+            return Answer::Err("permits-exceeded");
+        }
+        let delayed = self.delayed.contains_key(name);
+        if l.queue.is_empty() && !delayed && fits(&l, mode, cap, terms.count) {
             let e = self.locks.entry(name.to_owned()).or_default();
             e.permits = cap;
             e.holders.push(Holder {
@@ -691,6 +834,7 @@ impl Model {
                 mode,
                 token: index,
                 req,
+                terms,
             });
             Answer::Acquired(session, index)
         } else if !wait {
@@ -698,12 +842,20 @@ impl Model {
         } else {
             let e = self.locks.entry(name.to_owned()).or_default();
             e.permits = cap;
-            e.queue.push((session, mode, req));
+            e.queue.push((session, mode, req, terms));
             Answer::Queued(e.queue.len() - 1)
         }
     }
 
-    fn end(&mut self, ids: &[u64], index: u64) {
+    /// A holder lost `name` without releasing it: its lock-delay starts.
+    fn lose(&mut self, name: &str, h: &Holder) {
+        if h.mode == Mode::Exclusive && h.terms.lock_delay_ms > 0 {
+            let d = self.delayed.entry(name.to_owned()).or_default();
+            *d = (*d).max(h.terms.lock_delay_ms);
+        }
+    }
+
+    fn end(&mut self, ids: &[u64], expired: bool, index: u64) {
         let mut touched = BTreeSet::new();
         for id in ids {
             if !self.alive.remove(id) {
@@ -711,12 +863,24 @@ impl Model {
             }
             self.once.remove(id);
             self.keys.retain(|_, s| s != id);
+            let mut lost = Vec::new();
             for (name, l) in self.locks.iter_mut() {
                 let before = l.holders.len() + l.queue.len();
+                lost.extend(
+                    l.holders
+                        .iter()
+                        .filter(|h| h.session == *id)
+                        .map(|h| (name.clone(), h.clone())),
+                );
                 l.holders.retain(|h| h.session != *id);
                 l.queue.retain(|w| w.0 != *id);
                 if l.holders.len() + l.queue.len() != before {
                     touched.insert(name.clone());
+                }
+            }
+            if expired {
+                for (name, h) in lost {
+                    self.lose(&name, &h);
                 }
             }
         }
@@ -813,33 +977,54 @@ fn check(
             );
         }
     }
+    for name in LOCKS {
+        prop_assert_eq!(
+            m.lock_delay(name),
+            model.delayed.get(name).copied(),
+            "lock-delay of {}",
+            name
+        );
+        prop_assert_eq!(
+            m.size(name),
+            model.sizes.get(name).copied(),
+            "size of {}",
+            name
+        );
+    }
     let names: Vec<&str> = m.locks().map(|(n, _)| n).collect();
     let model_names: Vec<&str> = model.locks.keys().map(|s| s.as_str()).collect();
     prop_assert_eq!(names, model_names);
     for (name, l) in m.locks() {
         let ml = &model.locks[name];
-        let holders: Vec<(u64, Mode, u64)> = l
+        let holders: Vec<(u64, Mode, u64, Terms)> = l
             .holders
             .iter()
-            .map(|h| (h.session, h.mode, h.token))
+            .map(|h| (h.session, h.mode, h.token, h.terms))
             .collect();
-        let model_holders: Vec<(u64, Mode, u64)> = ml
+        let model_holders: Vec<(u64, Mode, u64, Terms)> = ml
             .holders
             .iter()
-            .map(|h| (h.session, h.mode, h.token))
+            .map(|h| (h.session, h.mode, h.token, h.terms))
             .collect();
         prop_assert_eq!(holders, model_holders, "holders of {}", name);
         let waiters: Vec<(u64, Mode)> = l.waiters.iter().map(|w| (w.session, w.mode)).collect();
         let model_waiters: Vec<(u64, Mode)> = ml.queue.iter().map(|w| (w.0, w.1)).collect();
         prop_assert_eq!(waiters, model_waiters, "waiters of {}", name);
         // The contract's invariants, checked on the machine directly.
-        if l.holders.iter().any(|h| h.mode == Mode::Shared) {
-            let permits = l.permits.unwrap_or(0) as usize;
+        // A resize may shrink a semaphore below what is held, so the count
+        // is checked where it matters: whenever this step granted on it.
+        let granted_here = outcome
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Granted(g) if g.name == name));
+        if l.holders.iter().any(|h| h.mode == Mode::Shared) && granted_here {
+            let permits = u64::from(l.permits.unwrap_or(0));
+            let taken: u64 = l.holders.iter().map(|h| u64::from(h.terms.count)).sum();
             prop_assert!(
-                l.holders.len() <= permits,
-                "{} has {} holders for {} permits",
+                taken <= permits,
+                "{} has holders taking {} permits of {}",
                 name,
-                l.holders.len(),
+                taken,
                 permits
             );
         }
@@ -852,8 +1037,8 @@ fn check(
             );
         }
         prop_assert!(
-            l.waiters.is_empty() || !l.holders.is_empty(),
-            "{} has waiters but no holder",
+            l.waiters.is_empty() || !l.holders.is_empty() || m.lock_delay(name).is_some(),
+            "{} has waiters but no holder and no lock-delay",
             name
         );
         for h in &l.holders {

@@ -5,7 +5,7 @@
 use super::error::LeaseError;
 use super::lock::{fits, LockState, UNLIMITED};
 use super::outcome::{Event, Reply};
-use super::types::{Finished, Grant, LogIndex, Mode, RequestId, SessionId, Waiter};
+use super::types::{Finished, Grant, LogIndex, Mode, RequestId, SessionId, Terms, Waiter};
 use super::{validate, Command, LeaseMachine};
 use raftlock_proto::limits;
 
@@ -17,12 +17,21 @@ pub(super) struct Request<'a> {
     pub permits: Option<u32>,
     pub wait_ms: Option<u64>,
     pub metadata: &'a [u8],
+    pub terms: Terms,
 }
 
 impl<'a> Request<'a> {
-    /// The request an [`Command::Acquire`] makes; `None` for any other
-    /// command.
+    /// The request an [`Command::Acquire`] (or a [`Command::Termed`] one)
+    /// makes; `None` for any other command.
     pub(super) fn of(command: &'a Command) -> Option<Self> {
+        if let Command::Termed { terms, command } = command {
+            return match &**command {
+                Command::Acquire { .. } => {
+                    Self::of(command).map(|r| Request { terms: *terms, ..r })
+                }
+                _ => None,
+            };
+        }
         let Command::Acquire {
             session,
             name,
@@ -43,6 +52,7 @@ impl<'a> Request<'a> {
             permits: *permits,
             wait_ms: *wait_ms,
             metadata,
+            terms: Terms::default(),
         })
     }
 }
@@ -59,6 +69,7 @@ impl LeaseMachine {
         validate::metadata("metadata", req.metadata)?;
         validate::permits(req.permits)?;
         validate::wait(req.wait_ms)?;
+        validate::terms(req.mode, &req.terms)?;
         let session = self
             .sessions
             .get(&req.session)
@@ -75,7 +86,10 @@ impl LeaseMachine {
 
         let empty = LockState::default();
         let lock = self.locks.get(req.name).unwrap_or(&empty);
-        if let (Some(requested), Some(current)) = (req.permits, lock.permits) {
+        let sized = self.sizes.get(req.name).copied();
+        // A size set by Resize wins over what acquisitions state, so that
+        // clients need not all learn of a resize.
+        if let (Some(requested), Some(current), None) = (req.permits, lock.permits, sized) {
             if requested != current {
                 return Err(LeaseError::PermitsMismatch {
                     name: req.name.to_owned(),
@@ -85,13 +99,23 @@ impl LeaseMachine {
             }
         }
         // The capacity this request fixes, if the lock has none yet.
-        let permits = lock.permits.or(req.permits).or(match req.mode {
+        let permits = sized.or(lock.permits).or(req.permits).or(match req.mode {
             Mode::Shared => Some(UNLIMITED),
             Mode::Exclusive => None,
         });
+        if req.mode == Mode::Shared && req.terms.count > permits.unwrap_or(UNLIMITED) {
+            return Err(LeaseError::PermitsExceeded {
+                name: req.name.to_owned(),
+                count: req.terms.count,
+                permits: permits.unwrap_or(UNLIMITED),
+            });
+        }
         // Strict FIFO: nobody overtakes a waiter, even one whose own request
         // is blocked for a reason (capacity) that would not block this one.
-        let grant_now = lock.waiters.is_empty() && fits(&lock.holders, permits, req.mode);
+        // A lock in lock-delay grants nobody until the leader ends it.
+        let grant_now = lock.waiters.is_empty()
+            && !self.delayed.contains_key(req.name)
+            && fits(&lock.holders, permits, req.mode, req.terms.count);
 
         if !grant_now && req.wait_ms.is_none() {
             return Ok(Reply::Busy {
@@ -120,6 +144,7 @@ impl LeaseMachine {
                 token: index,
                 granted_at_ms: at_ms,
                 metadata: req.metadata.to_vec(),
+                terms: req.terms,
             };
             lock.holders.push(grant.clone());
             session.held.insert(req.name.to_owned(), req.request_id);
@@ -133,6 +158,7 @@ impl LeaseMachine {
                 enqueued_at_ms: at_ms,
                 timeout_ms: req.wait_ms.unwrap_or(0),
                 metadata: req.metadata.to_vec(),
+                terms: req.terms,
             });
             session.waiting.insert(req.name.to_owned(), req.request_id);
             Ok(Reply::Queued {

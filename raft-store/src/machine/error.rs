@@ -138,6 +138,22 @@ pub enum LeaseError {
         /// The limit.
         max: usize,
     },
+    /// A shared acquisition asks for more permits than the semaphore has.
+    #[error("lock {name:?} has {permits} permits, the request asks for {count}")]
+    PermitsExceeded {
+        /// Lock name.
+        name: String,
+        /// Permits asked for.
+        count: u32,
+        /// The semaphore's size.
+        permits: u32,
+    },
+    /// Too many semaphores have a size set by Resize.
+    #[error("{max} semaphores already have a size set; forget one (resize to 0) first")]
+    TooManySizes {
+        /// The limit.
+        max: usize,
+    },
 }
 
 impl LeaseError {
@@ -161,6 +177,8 @@ impl LeaseError {
             LeaseError::RequestAcknowledged { .. } => "request-acknowledged",
             LeaseError::RequestFinished { .. } => "request-finished",
             LeaseError::TooManyUnacknowledged { .. } => "too-many-unacknowledged",
+            LeaseError::PermitsExceeded { .. } => "permits-exceeded",
+            LeaseError::TooManySizes { .. } => "too-many-sizes",
         }
     }
 }

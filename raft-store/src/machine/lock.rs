@@ -9,15 +9,25 @@ use std::collections::VecDeque;
 /// Capacity of a shared lock nobody stated a permit count for.
 pub(crate) const UNLIMITED: u32 = u32::MAX;
 
-/// Whether a new holder of `mode` fits beside `holders` under `permits`.
-pub(crate) fn fits(holders: &[Grant], permits: Option<u32>, mode: Mode) -> bool {
+/// Whether a new holder of `mode` taking `count` permits fits beside
+/// `holders` under `permits`.
+pub(crate) fn fits(holders: &[Grant], permits: Option<u32>, mode: Mode, count: u32) -> bool {
     match mode {
         Mode::Exclusive => holders.is_empty(),
         Mode::Shared => {
-            let capacity = permits.unwrap_or(UNLIMITED) as usize;
-            holders.iter().all(|h| h.mode == Mode::Shared) && holders.len() < capacity
+            let capacity = u64::from(permits.unwrap_or(UNLIMITED));
+            holders.iter().all(|h| h.mode == Mode::Shared)
+                && taken(holders) + u64::from(count.max(1)) <= capacity
         }
     }
+}
+
+/// Permits the holders take between them.
+pub(crate) fn taken(holders: &[Grant]) -> u64 {
+    holders
+        .iter()
+        .map(|h| u64::from(h.terms.count.max(1)))
+        .sum()
 }
 
 impl Waiter {
@@ -31,6 +41,7 @@ impl Waiter {
             token: index,
             granted_at_ms: at_ms,
             metadata: self.metadata,
+            terms: self.terms,
         }
     }
 }
@@ -50,8 +61,8 @@ pub struct LockState {
 impl LockState {
     /// Whether a new holder of `mode` fits beside the current holders,
     /// ignoring the queue.
-    pub fn fits(&self, mode: Mode) -> bool {
-        fits(&self.holders, self.permits, mode)
+    pub fn fits(&self, mode: Mode, count: u32) -> bool {
+        fits(&self.holders, self.permits, mode, count)
     }
 
     /// The holder that is `session`, if any.
@@ -94,7 +105,7 @@ impl LockState {
     pub(crate) fn grant_front(&mut self, name: &str, index: LogIndex, at_ms: u64) -> Vec<Grant> {
         let mut granted = Vec::new();
         while let Some(front) = self.waiters.front() {
-            if !self.fits(front.mode) {
+            if !self.fits(front.mode, front.terms.count) {
                 break;
             }
             let Some(w) = self.waiters.pop_front() else {

@@ -27,6 +27,7 @@ mod lock;
 mod once;
 mod outcome;
 mod proclaim;
+mod protect;
 mod query;
 mod release;
 mod session;
@@ -41,7 +42,7 @@ pub use query::{LockSummary, LockView, Validation};
 pub use snapshot::SnapshotError;
 pub use types::{
     EndReason, FencingToken, Finished, Grant, LogIndex, Mode, Origin, RequestId, Session,
-    SessionId, WaitEnd, Waiter,
+    SessionId, Terms, WaitEnd, Waiter,
 };
 
 use serde::{Deserialize, Serialize};
@@ -172,6 +173,44 @@ pub enum Command {
         /// Where the client runs.
         origin: Origin,
     },
+    /// An acquisition that asks for more than a plain hold (several
+    /// permits, a hold cap, a lock-delay): `command` is an
+    /// [`Command::Acquire`], which it wraps so that plain acquires keep
+    /// the form older releases read. A [`Command::Sequenced`] wraps this,
+    /// not the other way round.
+    Termed {
+        /// What the acquisition asks for.
+        terms: Terms,
+        /// The acquire.
+        command: Box<Command>,
+    },
+    /// The leader ends a hold whose cap ran out on its clock. Skipped if
+    /// the session no longer holds the lock with this token.
+    EndHold {
+        /// Lock name.
+        name: String,
+        /// The holding session.
+        session: SessionId,
+        /// The grant's token.
+        token: FencingToken,
+    },
+    /// The leader ends a lock-delay whose time ran out on its clock, and
+    /// grants the waiters it held back.
+    EndLockDelay {
+        /// Lock name.
+        name: String,
+    },
+    /// Sets the size of a semaphore, held or not: from this entry on it
+    /// has `permits` permits, whatever size acquisitions state, until it is
+    /// resized again; 0 forgets the size. Growing grants waiters at once;
+    /// shrinking takes nothing away, it only grants nobody until the
+    /// holders fit.
+    Resize {
+        /// Lock name.
+        name: String,
+        /// The new size (0: forget it).
+        permits: u32,
+    },
 }
 
 impl Command {
@@ -189,13 +228,19 @@ impl Command {
             Command::Sequenced { command, .. } => command.kind(),
             Command::CreateSessionOnce { .. } => "create_session",
             Command::CreateSessionAt { .. } => "create_session",
+            Command::Termed { command, .. } => command.kind(),
+            Command::EndHold { .. } => "end_hold",
+            Command::EndLockDelay { .. } => "end_lock_delay",
+            Command::Resize { .. } => "resize",
         }
     }
 
     /// The command itself, seen through a [`Command::Sequenced`] wrapper.
     pub fn unwrapped(&self) -> &Command {
         match self {
-            Command::Sequenced { command, .. } => command.unwrapped(),
+            Command::Sequenced { command, .. } | Command::Termed { command, .. } => {
+                command.unwrapped()
+            }
             other => other,
         }
     }
@@ -224,6 +269,14 @@ pub struct LeaseMachine {
     /// (snapshot version 4 on).
     #[serde(default)]
     origins: BTreeMap<SessionId, Origin>,
+    /// Locks in lock-delay, with its length in ms: nobody is granted them
+    /// until the leader ends it (`EndLockDelay`). Snapshot version 5 on,
+    /// as are the fields after it.
+    #[serde(default)]
+    delayed: BTreeMap<String, u64>,
+    /// Semaphore sizes set by `Resize`, which outlive the locks' holders.
+    #[serde(default)]
+    sizes: BTreeMap<String, u32>,
 }
 
 impl LeaseMachine {
@@ -243,7 +296,7 @@ impl LeaseMachine {
             Command::ExpireSessions { sessions } => {
                 Ok(self.expire_sessions(sessions, index, at_ms, &mut events))
             }
-            Command::Acquire { .. } => match acquire::Request::of(cmd) {
+            Command::Acquire { .. } | Command::Termed { .. } => match acquire::Request::of(cmd) {
                 Some(req) => self.acquire(req, index, at_ms, &mut events),
                 None => Err(LeaseError::InvalidArgument("not an acquire".into())),
             },
@@ -282,6 +335,17 @@ impl LeaseMachine {
                 key,
                 origin,
             } => self.create_session_at(*ttl_ms, client_name, owner, *key, origin, index, at_ms),
+            Command::EndHold {
+                name,
+                session,
+                token,
+            } => Ok(self.end_hold(name, *session, *token, index, at_ms, &mut events)),
+            Command::EndLockDelay { name } => {
+                Ok(self.end_lock_delay(name, index, at_ms, &mut events))
+            }
+            Command::Resize { name, permits } => {
+                self.resize(name, *permits, index, at_ms, &mut events)
+            }
         };
         Outcome { reply, events }
     }
@@ -293,7 +357,13 @@ impl LeaseMachine {
         let Some(lock) = self.locks.get_mut(name) else {
             return;
         };
-        for grant in lock.grant_front(name, index, at_ms) {
+        // A lock in lock-delay grants nobody; its waiters keep their places.
+        let grants = if self.delayed.contains_key(name) {
+            Vec::new()
+        } else {
+            lock.grant_front(name, index, at_ms)
+        };
+        for grant in grants {
             if let Some(s) = self.sessions.get_mut(&grant.session) {
                 s.waiting.remove(name);
                 s.held.insert(name.to_owned(), grant.request_id);

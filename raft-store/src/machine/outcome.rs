@@ -64,6 +64,24 @@ pub enum Reply {
         /// Waiters granted in their place.
         granted: Vec<Grant>,
     },
+    // New variants go last (postcard numbers variants by position).
+    /// A hold's cap ran out (`released` is `None` if it had ended before).
+    HoldEnded {
+        /// The hold ended.
+        released: Option<Grant>,
+        /// Waiters granted in its place.
+        granted: Vec<Grant>,
+    },
+    /// A lock-delay ended.
+    LockDelayEnded {
+        /// Waiters it had held back, granted now.
+        granted: Vec<Grant>,
+    },
+    /// A semaphore's size changed.
+    Resized {
+        /// Waiters a larger size let in.
+        granted: Vec<Grant>,
+    },
 }
 
 /// Something that changed while applying a command.
@@ -100,6 +118,20 @@ pub enum Event {
     },
     /// A holder replaced its metadata.
     Proclaimed(Grant),
+    // New variants go last.
+    /// A lock-delay started: nobody is granted the lock until it ends.
+    LockDelayed {
+        /// Lock name.
+        name: String,
+        /// How long, in ms (on the leader's clock, from when it applies
+        /// this).
+        delay_ms: u64,
+    },
+    /// A lock-delay ended.
+    LockDelayEnded {
+        /// Lock name.
+        name: String,
+    },
 }
 
 impl Event {
@@ -107,7 +139,10 @@ impl Event {
     pub fn lock_name(&self) -> Option<&str> {
         match self {
             Event::Granted(g) | Event::Proclaimed(g) => Some(&g.name),
-            Event::Released { name, .. } | Event::WaitEnded { name, .. } => Some(name),
+            Event::Released { name, .. }
+            | Event::WaitEnded { name, .. }
+            | Event::LockDelayed { name, .. }
+            | Event::LockDelayEnded { name } => Some(name),
             Event::SessionEnded { .. } => None,
         }
     }
@@ -166,6 +201,16 @@ impl fmt::Display for Reply {
                 released.len(),
                 granted.len()
             ),
+            Reply::HoldEnded { released, granted } => write!(
+                f,
+                "hold-ended released={} granted={}",
+                released.as_ref().map_or(0, |_| 1),
+                granted.len()
+            ),
+            Reply::LockDelayEnded { granted } => {
+                write!(f, "lock-delay-ended granted={}", granted.len())
+            }
+            Reply::Resized { granted } => write!(f, "resized granted={}", granted.len()),
         }
     }
 }
@@ -192,6 +237,10 @@ impl fmt::Display for Event {
                 write!(f, "session-ended session={session} reason={reason:?}")
             }
             Event::Proclaimed(g) => write!(f, "proclaimed {}", fmt_grant(g)),
+            Event::LockDelayed { name, delay_ms } => {
+                write!(f, "lock-delayed lock={name} delay={delay_ms}")
+            }
+            Event::LockDelayEnded { name } => write!(f, "lock-delay-ended lock={name}"),
         }
     }
 }

@@ -15,6 +15,9 @@ pub struct LockView {
     pub holders: Vec<Grant>,
     /// Waiters in FIFO order.
     pub waiters: Vec<Waiter>,
+    /// The lock-delay in force, in ms: nobody is granted the lock until the
+    /// leader ends it.
+    pub lock_delay_ms: Option<u64>,
 }
 
 /// One lock of a listing.
@@ -40,14 +43,19 @@ pub struct Validation {
 impl LeaseMachine {
     /// Holders and waiters of `name` (empty if nobody holds or waits).
     pub fn describe(&self, name: &str) -> LockView {
-        self.locks
+        let mut view = self
+            .locks
             .get(name)
             .map(|l| LockView {
                 permits: l.permits,
                 holders: l.holders.clone(),
                 waiters: l.waiters.iter().cloned().collect(),
+                lock_delay_ms: None,
             })
-            .unwrap_or_default()
+            .unwrap_or_default();
+        view.permits = self.size(name).or(view.permits);
+        view.lock_delay_ms = self.lock_delay(name);
+        view
     }
 
     /// One lock's state, if anyone holds or waits for it.
@@ -120,7 +128,7 @@ impl LeaseMachine {
         self.origins.get(&session)
     }
 
-    /// All locks with a holder, by name.
+    /// All locks with a holder or a waiter, by name.
     pub fn locks(&self) -> impl Iterator<Item = (&str, &LockState)> {
         self.locks.iter().map(|(n, l)| (n.as_str(), l))
     }

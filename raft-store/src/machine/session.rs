@@ -125,6 +125,11 @@ impl LeaseMachine {
                             session: s.id,
                             token: g.token,
                         });
+                        // A closed session let go; an expired one may not
+                        // know it lost the lock.
+                        if reason == EndReason::Expired {
+                            self.start_lock_delay(&g, events);
+                        }
                     }
                 }
                 touched.insert(name.clone());

@@ -14,12 +14,17 @@
 //! Version 4 adds where sessions' clients run (`origins`), after the fields
 //! of version 3, and the call each exactly-once answer answered; version 3
 //! is read through structs of its own layout.
+//!
+//! Version 5 adds each grant's and waiter's terms (permits taken, hold
+//! cap, lock-delay), the locks in lock-delay and the sizes set by Resize;
+//! versions 2 to 4 are read through the older layouts in `old`.
 
 use super::LeaseMachine;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The snapshot format this build writes and the newest it reads.
-pub const SNAPSHOT_VERSION: u32 = 4;
+pub const SNAPSHOT_VERSION: u32 = 5;
 
 /// What a binary (version ≥ 2) snapshot starts with; JSON never does.
 const MAGIC: &[u8; 8] = b"\0RLSNAP\0";
@@ -51,19 +56,30 @@ struct Header {
 /// The fields a version 2 snapshot holds, in their order.
 #[derive(Deserialize)]
 struct V2 {
-    sessions: std::collections::BTreeMap<super::SessionId, super::Session>,
-    locks: std::collections::BTreeMap<String, super::LockState>,
-    owners: std::collections::BTreeMap<String, u64>,
+    sessions: BTreeMap<super::SessionId, super::Session>,
+    locks: BTreeMap<String, old::LockState>,
+    owners: BTreeMap<String, u64>,
 }
 
 /// The fields a version 3 snapshot holds, in their order.
 #[derive(Deserialize)]
 struct V3 {
-    sessions: std::collections::BTreeMap<super::SessionId, super::Session>,
-    locks: std::collections::BTreeMap<String, super::LockState>,
-    owners: std::collections::BTreeMap<String, u64>,
-    once: std::collections::BTreeMap<super::SessionId, OnceV3>,
-    session_keys: std::collections::BTreeMap<String, super::SessionId>,
+    sessions: BTreeMap<super::SessionId, super::Session>,
+    locks: BTreeMap<String, old::LockState>,
+    owners: BTreeMap<String, u64>,
+    once: BTreeMap<super::SessionId, OnceV3>,
+    session_keys: BTreeMap<String, super::SessionId>,
+}
+
+/// The fields a version 4 snapshot holds, in their order.
+#[derive(Deserialize)]
+struct V4 {
+    sessions: BTreeMap<super::SessionId, super::Session>,
+    locks: BTreeMap<String, old::LockState>,
+    owners: BTreeMap<String, u64>,
+    once: BTreeMap<super::SessionId, old::Once>,
+    session_keys: BTreeMap<String, super::SessionId>,
+    origins: BTreeMap<super::SessionId, super::Origin>,
 }
 
 /// A session's exactly-once bookkeeping as version 3 wrote it: its answers
@@ -72,25 +88,25 @@ struct V3 {
 struct OnceV3 {
     key: Option<u128>,
     acked_below: u64,
-    answers: std::collections::BTreeMap<u64, RecordedV3>,
+    answers: BTreeMap<u64, RecordedV3>,
 }
 
 #[derive(Deserialize)]
 struct RecordedV3 {
     request_id: super::RequestId,
-    first: Result<super::Reply, super::LeaseError>,
+    first: Result<old::Reply, super::LeaseError>,
 }
 
 impl From<OnceV3> for super::once::Once {
     fn from(o: OnceV3) -> Self {
-        super::once::Once {
+        old::Once {
             key: o.key,
             acked_below: o.acked_below,
             answers: o
                 .answers
                 .into_iter()
                 .map(|(seq, r)| {
-                    let recorded = super::once::Recorded {
+                    let recorded = old::Recorded {
                         request_id: r.request_id,
                         first: r.first,
                         call: None,
@@ -99,6 +115,182 @@ impl From<OnceV3> for super::once::Once {
                 })
                 .collect(),
         }
+        .into()
+    }
+}
+
+/// Layouts of versions 2 to 4, whose grants and waiters had no terms
+/// (version 5 added them: permits taken, hold cap, lock-delay). Read
+/// through these and given the default terms, which is what every hold of
+/// those versions was.
+mod old {
+    use crate::machine::{self as now, FencingToken, LeaseError, Mode, RequestId, SessionId};
+    use serde::Deserialize;
+    use std::collections::{BTreeMap, VecDeque};
+
+    #[derive(Deserialize)]
+    pub(super) struct Grant {
+        name: String,
+        session: SessionId,
+        request_id: RequestId,
+        mode: Mode,
+        token: FencingToken,
+        granted_at_ms: u64,
+        metadata: Vec<u8>,
+    }
+
+    impl From<Grant> for now::Grant {
+        fn from(g: Grant) -> Self {
+            now::Grant {
+                name: g.name,
+                session: g.session,
+                request_id: g.request_id,
+                mode: g.mode,
+                token: g.token,
+                granted_at_ms: g.granted_at_ms,
+                metadata: g.metadata,
+                terms: now::Terms::default(),
+            }
+        }
+    }
+
+    fn grants(gs: Vec<Grant>) -> Vec<now::Grant> {
+        gs.into_iter().map(Into::into).collect()
+    }
+
+    #[derive(Deserialize)]
+    struct Waiter {
+        session: SessionId,
+        request_id: RequestId,
+        mode: Mode,
+        enqueued_at_ms: u64,
+        timeout_ms: u64,
+        metadata: Vec<u8>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct LockState {
+        permits: Option<u32>,
+        holders: Vec<Grant>,
+        waiters: VecDeque<Waiter>,
+    }
+
+    impl From<LockState> for now::LockState {
+        fn from(l: LockState) -> Self {
+            now::LockState {
+                permits: l.permits,
+                holders: grants(l.holders),
+                waiters: l
+                    .waiters
+                    .into_iter()
+                    .map(|w| now::Waiter {
+                        session: w.session,
+                        request_id: w.request_id,
+                        mode: w.mode,
+                        enqueued_at_ms: w.enqueued_at_ms,
+                        timeout_ms: w.timeout_ms,
+                        metadata: w.metadata,
+                        terms: now::Terms::default(),
+                    })
+                    .collect(),
+            }
+        }
+    }
+
+    /// `Reply` up to its `ForceReleased` variant, the last one then.
+    #[derive(Deserialize)]
+    pub(super) enum Reply {
+        SessionCreated {
+            session: SessionId,
+            ttl_ms: u64,
+        },
+        SessionClosed {
+            released: Vec<String>,
+        },
+        SessionsExpired {
+            expired: Vec<SessionId>,
+        },
+        Acquired(Grant),
+        Queued {
+            position: usize,
+        },
+        Busy {
+            holders: Vec<Grant>,
+        },
+        Released {
+            granted: Vec<Grant>,
+        },
+        WaitCancelled,
+        Proclaimed(Grant),
+        ForceReleased {
+            released: Vec<Grant>,
+            granted: Vec<Grant>,
+        },
+    }
+
+    impl From<Reply> for now::Reply {
+        fn from(r: Reply) -> Self {
+            match r {
+                Reply::SessionCreated { session, ttl_ms } => {
+                    now::Reply::SessionCreated { session, ttl_ms }
+                }
+                Reply::SessionClosed { released } => now::Reply::SessionClosed { released },
+                Reply::SessionsExpired { expired } => now::Reply::SessionsExpired { expired },
+                Reply::Acquired(g) => now::Reply::Acquired(g.into()),
+                Reply::Queued { position } => now::Reply::Queued { position },
+                Reply::Busy { holders } => now::Reply::Busy {
+                    holders: grants(holders),
+                },
+                Reply::Released { granted } => now::Reply::Released {
+                    granted: grants(granted),
+                },
+                Reply::WaitCancelled => now::Reply::WaitCancelled,
+                Reply::Proclaimed(g) => now::Reply::Proclaimed(g.into()),
+                Reply::ForceReleased { released, granted } => now::Reply::ForceReleased {
+                    released: grants(released),
+                    granted: grants(granted),
+                },
+            }
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Recorded {
+        pub(super) request_id: RequestId,
+        pub(super) first: Result<Reply, LeaseError>,
+        pub(super) call: Option<(String, bool)>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Once {
+        pub(super) key: Option<u128>,
+        pub(super) acked_below: u64,
+        pub(super) answers: BTreeMap<u64, Recorded>,
+    }
+
+    impl From<Once> for now::once::Once {
+        fn from(o: Once) -> Self {
+            now::once::Once {
+                key: o.key,
+                acked_below: o.acked_below,
+                answers: o
+                    .answers
+                    .into_iter()
+                    .map(|(seq, r)| {
+                        let recorded = now::once::Recorded {
+                            request_id: r.request_id,
+                            first: r.first.map(Into::into),
+                            call: r.call,
+                        };
+                        (seq, recorded)
+                    })
+                    .collect(),
+            }
+        }
+    }
+
+    pub(super) fn locks(ls: BTreeMap<String, LockState>) -> BTreeMap<String, now::LockState> {
+        ls.into_iter().map(|(n, l)| (n, l.into())).collect()
     }
 }
 
@@ -138,7 +330,7 @@ impl LeaseMachine {
                 let (v2, left) = postcard::take_from_bytes::<V2>(body)?;
                 let machine = LeaseMachine {
                     sessions: v2.sessions,
-                    locks: v2.locks,
+                    locks: old::locks(v2.locks),
                     owners: v2.owners,
                     ..LeaseMachine::default()
                 };
@@ -147,10 +339,22 @@ impl LeaseMachine {
                 let (v3, left) = postcard::take_from_bytes::<V3>(body)?;
                 let machine = LeaseMachine {
                     sessions: v3.sessions,
-                    locks: v3.locks,
+                    locks: old::locks(v3.locks),
                     owners: v3.owners,
                     once: v3.once.into_iter().map(|(s, o)| (s, o.into())).collect(),
                     session_keys: v3.session_keys,
+                    ..LeaseMachine::default()
+                };
+                (machine, left)
+            } else if version == 4 {
+                let (v4, left) = postcard::take_from_bytes::<V4>(body)?;
+                let machine = LeaseMachine {
+                    sessions: v4.sessions,
+                    locks: old::locks(v4.locks),
+                    owners: v4.owners,
+                    once: v4.once.into_iter().map(|(s, o)| (s, o.into())).collect(),
+                    session_keys: v4.session_keys,
+                    origins: v4.origins,
                     ..LeaseMachine::default()
                 };
                 (machine, left)

@@ -533,3 +533,56 @@ mod queries {
 }
 
 mod exactly_once;
+mod terms;
+
+/// Grants and waiters as snapshot versions 2 to 4 wrote them (no terms),
+/// for tests that write those versions' bytes. Postcard is positional, so
+/// tuples of the old fields in order are the old structs' encoding.
+type OldGrant = (
+    String,
+    SessionId,
+    RequestId,
+    Mode,
+    FencingToken,
+    u64,
+    Vec<u8>,
+);
+type OldWaiter = (SessionId, RequestId, Mode, u64, u64, Vec<u8>);
+type OldLock = (Option<u32>, Vec<OldGrant>, Vec<OldWaiter>);
+
+fn old_grant(g: &Grant) -> OldGrant {
+    assert!(g.terms.is_plain(), "versions before 5 had no terms");
+    (
+        g.name.clone(),
+        g.session,
+        g.request_id,
+        g.mode,
+        g.token,
+        g.granted_at_ms,
+        g.metadata.clone(),
+    )
+}
+
+fn old_locks(m: &LeaseMachine) -> BTreeMap<String, OldLock> {
+    m.locks
+        .iter()
+        .map(|(name, l)| {
+            let waiters = l
+                .waiters
+                .iter()
+                .map(|w| {
+                    (
+                        w.session,
+                        w.request_id,
+                        w.mode,
+                        w.enqueued_at_ms,
+                        w.timeout_ms,
+                        w.metadata.clone(),
+                    )
+                })
+                .collect();
+            let holders = l.holders.iter().map(old_grant).collect();
+            (name.clone(), (l.permits, holders, waiters))
+        })
+        .collect()
+}

@@ -70,6 +70,10 @@ pub struct Grant {
     pub granted_at_ms: u64,
     /// Opaque bytes from the holder (an election's value).
     pub metadata: Vec<u8>,
+    /// What the acquisition asked for beyond a plain hold (snapshot
+    /// version 5 on).
+    #[serde(default)]
+    pub terms: Terms,
 }
 
 /// A queued acquisition.
@@ -87,6 +91,44 @@ pub struct Waiter {
     pub timeout_ms: u64,
     /// Metadata to store with the grant.
     pub metadata: Vec<u8>,
+    /// What the acquisition asks for beyond a plain hold.
+    #[serde(default)]
+    pub terms: Terms,
+}
+
+/// What an acquisition may ask for beyond a plain hold: several permits of
+/// a semaphore, a cap on how long it may hold, and a lock-delay if it loses
+/// the lock without releasing it. The default is a plain hold of one permit.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Terms {
+    /// Permits of a shared lock this hold takes (1 for an exclusive one).
+    pub count: u32,
+    /// Longest the hold may last, in ms (0: no cap). The leader releases it
+    /// once this much time has passed on its clock since the grant, even
+    /// though the session lives.
+    pub max_hold_ms: u64,
+    /// If the hold ends without its holder releasing it (its session
+    /// expired, an administrator forced it, its hold cap ran out), nobody
+    /// is granted the lock for this long, in ms (0: no delay). Exclusive
+    /// holds only.
+    pub lock_delay_ms: u64,
+}
+
+impl Default for Terms {
+    fn default() -> Self {
+        Terms {
+            count: 1,
+            max_hold_ms: 0,
+            lock_delay_ms: 0,
+        }
+    }
+}
+
+impl Terms {
+    /// Nothing beyond a plain hold of one permit.
+    pub fn is_plain(&self) -> bool {
+        *self == Terms::default()
+    }
 }
 
 /// A session as the state machine knows it. Deadlines are not here: they

@@ -91,3 +91,32 @@ pub fn permits(permits: Option<u32>) -> Result<(), LeaseError> {
     }
     Ok(())
 }
+
+/// What an acquisition asks for beyond a plain hold.
+pub fn terms(mode: super::Mode, terms: &super::Terms) -> Result<(), LeaseError> {
+    let reason = if terms.count == 0 {
+        "a hold takes at least 1 permit".to_owned()
+    } else if terms.count > 1 && mode == super::Mode::Exclusive {
+        "an exclusive hold takes the whole lock: only shared holds take several permits".to_owned()
+    } else if terms.max_hold_ms != 0
+        && !(limits::MIN_HOLD_MS..=limits::MAX_HOLD_MS).contains(&terms.max_hold_ms)
+    {
+        format!(
+            "hold cap of {} ms is out of range {}..={} ms",
+            terms.max_hold_ms,
+            limits::MIN_HOLD_MS,
+            limits::MAX_HOLD_MS
+        )
+    } else if terms.lock_delay_ms > limits::MAX_LOCK_DELAY_MS {
+        format!(
+            "lock-delay of {} ms is longer than the limit of {} ms",
+            terms.lock_delay_ms,
+            limits::MAX_LOCK_DELAY_MS
+        )
+    } else if terms.lock_delay_ms != 0 && mode == super::Mode::Shared {
+        "lock-delay protects exclusive holds only".to_owned()
+    } else {
+        return Ok(());
+    };
+    Err(LeaseError::InvalidArgument(reason))
+}

@@ -10,7 +10,7 @@
 
 use super::invariants::{checked_apply, Tracker};
 use raftlock_proto::limits;
-use raftlock_store::machine::{Command, LeaseMachine, Mode, Reply, RequestId, SessionId};
+use raftlock_store::machine::{Command, LeaseMachine, Mode, Reply, RequestId, SessionId, Terms};
 
 /// A source of choices.
 pub trait Draw {
@@ -292,8 +292,32 @@ impl Driver {
         vec![d.byte(); len]
     }
 
-    /// An acquire by `session`.
+    /// An acquire by `session`, sometimes with terms beyond a plain hold.
     fn acquire(&self, d: &mut impl Draw, session: SessionId) -> Command {
+        let plain = self.plain_acquire(d, session);
+        if d.byte() >= 64 {
+            return plain;
+        }
+        let terms = Terms {
+            count: pick_usually(d, &[1, 1, 2, 3], &[0, u32::MAX]),
+            max_hold_ms: pick_usually(
+                d,
+                &[0, limits::MIN_HOLD_MS, 60_000],
+                &[1, limits::MAX_HOLD_MS + 1],
+            ),
+            lock_delay_ms: pick_usually(
+                d,
+                &[0, 0, 5_000, limits::MAX_LOCK_DELAY_MS],
+                &[limits::MAX_LOCK_DELAY_MS + 1, u64::MAX],
+            ),
+        };
+        Command::Termed {
+            terms,
+            command: Box::new(plain),
+        }
+    }
+
+    fn plain_acquire(&self, d: &mut impl Draw, session: SessionId) -> Command {
         let name = self.name(d);
         Command::Acquire {
             session,
@@ -344,7 +368,7 @@ impl Driver {
             else {
                 unreachable!("only sequenced commands were picked")
             };
-            let acked_below = match command.as_ref() {
+            let acked_below = match command.unwrapped() {
                 Command::Acquire { session, .. } if b.is_multiple_of(2) => {
                     self.acked_below(d, *session, seq)
                 }
@@ -379,7 +403,7 @@ impl Driver {
         let last = sent
             .iter()
             .filter_map(|c| match c {
-                Command::Sequenced { seq, command, .. } => match command.as_ref() {
+                Command::Sequenced { seq, command, .. } => match command.unwrapped() {
                     Command::Acquire { session: s, .. } if *s == session => Some(*seq),
                     _ => None,
                 },
@@ -535,6 +559,36 @@ impl Driver {
                     token,
                 },
                 None => Command::ForceRelease { name: self.name(d) },
+            },
+            245..=247 => match self.member(d, true) {
+                // The leader ending a hold cap: mostly a real holder's.
+                Some((name, session, token, _)) => Command::EndHold {
+                    name,
+                    session,
+                    token: if d.byte() < 200 { token } else { token + 1 },
+                },
+                None => Command::EndHold {
+                    name: self.name(d),
+                    session: self.session(d),
+                    token: 1,
+                },
+            },
+            248..=249 => {
+                let delayed: Vec<String> = self
+                    .machine
+                    .lock_delays()
+                    .map(|(n, _)| n.to_owned())
+                    .collect();
+                let name = if delayed.is_empty() || d.byte() < 32 {
+                    self.name(d)
+                } else {
+                    pick(d, &delayed)
+                };
+                Command::EndLockDelay { name }
+            }
+            250..=251 => Command::Resize {
+                name: self.name(d),
+                permits: pick_usually(d, &[0, 1, 2, 3, 5], &[u32::MAX]),
             },
             _ => match self.member(d, false) {
                 Some((name, session, _, request_id)) => Command::CancelWait {

@@ -190,11 +190,19 @@ fn check_invariants_with(m: &LeaseMachine, snapshot: &[u8]) -> Result<(), String
         waiters += lock.waiters.len();
         names.push(name.to_owned());
         ensure!(name_ok(name), "a lock has the invalid name {name:?}");
+        // Only a lock-delay keeps waiters from a lock nobody holds.
         ensure!(
-            !lock.holders.is_empty(),
+            !lock.holders.is_empty() || (m.lock_delay(name).is_some() && !lock.waiters.is_empty()),
             "lock {name:?} is kept without a holder (waiters {:?})",
             lock.waiters
         );
+        if let Some(size) = m.size(name) {
+            ensure!(
+                lock.permits == Some(size),
+                "{name:?} was resized to {size} but has {:?} permits",
+                lock.permits
+            );
+        }
         ensure!(lock.permits != Some(0), "lock {name:?} has 0 permits");
         let mut present = std::collections::BTreeSet::new();
         for h in &lock.holders {
@@ -234,14 +242,23 @@ fn check_invariants_with(m: &LeaseMachine, snapshot: &[u8]) -> Result<(), String
                 "{name:?} has an exclusive holder beside others: {:?}",
                 lock.holders
             );
-        } else {
+        } else if !lock.holders.is_empty() {
             let Some(cap) = lock.permits else {
                 return Err(format!("{name:?} has shared holders and no permit count"));
             };
+            let taken: u64 = lock.holders.iter().map(|h| u64::from(h.terms.count)).sum();
+            // Only a resize shrinks a semaphore below what its holders took.
             ensure!(
-                lock.holders.len() <= cap as usize,
-                "{name:?} has {} shared holders for {cap} permits",
-                lock.holders.len()
+                taken <= u64::from(cap) || m.size(name).is_some(),
+                "{name:?} has shared holders taking {taken} permits of {cap}",
+            );
+        }
+        for h in &lock.holders {
+            ensure!(
+                h.terms.count >= 1 && (h.mode == Mode::Shared || h.terms.count == 1),
+                "a holder of {name:?} takes {} permits in mode {:?}",
+                h.terms.count,
+                h.mode
             );
         }
         ensure!(
@@ -281,7 +298,7 @@ fn check_invariants_with(m: &LeaseMachine, snapshot: &[u8]) -> Result<(), String
         }
         if let Some(front) = lock.waiters.front() {
             ensure!(
-                !lock.fits(front.mode),
+                !lock.fits(front.mode, front.terms.count) || m.lock_delay(name).is_some(),
                 "{name:?}: the first waiter (session {}, {:?}) fits beside the holders {:?} but was not granted",
                 front.session,
                 front.mode,
@@ -290,14 +307,14 @@ fn check_invariants_with(m: &LeaseMachine, snapshot: &[u8]) -> Result<(), String
         }
         let view = m.describe(name);
         ensure!(
-            view.permits == lock.permits
+            view.permits == m.size(name).or(lock.permits)
                 && view.holders == lock.holders
                 && view.waiters.iter().eq(lock.waiters.iter()),
             "describe({name:?}) differs from the lock's state"
         );
         let v = m.validate(name, lock.current_token());
         ensure!(
-            v.valid && v.current_token == lock.current_token(),
+            (v.valid || lock.holders.is_empty()) && v.current_token == lock.current_token(),
             "validate({name:?}, current token) = {v:?}"
         );
     }
@@ -534,10 +551,17 @@ fn check_exactly_once(
             seq,
             acked_below,
             command,
-        } => match command.as_ref() {
-            Command::Acquire { session, .. } => Some((*seq, *acked_below, *session)),
-            _ => None,
-        },
+        } => {
+            // An acquire, or an acquire with terms: what may be sequenced.
+            let acquire = match command.as_ref() {
+                Command::Termed { command, .. } => command.as_ref(),
+                other => other,
+            };
+            match acquire {
+                Command::Acquire { session, .. } => Some((*seq, *acked_below, *session)),
+                _ => None,
+            }
+        }
         _ => None,
     };
     for s in before.sessions() {
@@ -808,6 +832,63 @@ fn check_reply(
                 );
             }
         }
+        Reply::HoldEnded { released, granted } => {
+            let Command::EndHold {
+                name,
+                session,
+                token,
+            } = cmd
+            else {
+                return Err("HoldEnded answers another command".into());
+            };
+            let was = holder_of(before, name, *session)
+                .filter(|h| h.token == *token && h.terms.max_hold_ms != 0);
+            ensure!(
+                *released == was,
+                "ending the hold {name:?}/{session}/{token} took {released:?}, it was {was:?}"
+            );
+            ensure!(
+                released.is_some() || before == after,
+                "ending a hold that had ended changed the state"
+            );
+            ensure!(
+                released.is_none() || holder_of(after, name, *session).is_none(),
+                "session {session} still holds {name:?} after its hold cap ran out"
+            );
+            for g in granted {
+                ensure!(
+                    outcome.events.contains(&Event::Granted(g.clone())),
+                    "a grant in the reply has no event"
+                );
+            }
+        }
+        Reply::LockDelayEnded { granted } | Reply::Resized { granted } => {
+            let name = match cmd {
+                Command::EndLockDelay { name } => {
+                    ensure!(
+                        after.lock_delay(name).is_none(),
+                        "{name:?} is still in lock-delay after it ended"
+                    );
+                    name
+                }
+                Command::Resize { name, permits } => {
+                    let want = (*permits != 0).then_some(*permits);
+                    ensure!(
+                        after.size(name) == want,
+                        "{name:?} resized to {permits} has size {:?}",
+                        after.size(name)
+                    );
+                    name
+                }
+                _ => return Err("LockDelayEnded or Resized answers another command".into()),
+            };
+            for g in granted {
+                ensure!(
+                    g.name == *name && outcome.events.contains(&Event::Granted(g.clone())),
+                    "a grant in the reply has no event"
+                );
+            }
+        }
     }
     Ok(())
 }
@@ -896,11 +977,17 @@ fn check_events(
     for e in events {
         match e {
             Event::Granted(g) | Event::Proclaimed(g) => {
-                let held = after
-                    .describe(&g.name)
-                    .holders
-                    .into_iter()
-                    .find(|h| h.session == g.session);
+                let view = after.describe(&g.name);
+                let taken: u64 = view.holders.iter().map(|h| u64::from(h.terms.count)).sum();
+                ensure!(
+                    g.mode == Mode::Exclusive
+                        || matches!(e, Event::Proclaimed(_))
+                        || taken <= u64::from(view.permits.unwrap_or(0)),
+                    "a grant of {:?} leaves holders taking {taken} permits of {:?}",
+                    g.name,
+                    view.permits
+                );
+                let held = view.holders.into_iter().find(|h| h.session == g.session);
                 ensure!(
                     held.as_ref() == Some(g),
                     "event {e:?} but the lock is held as {held:?}"
@@ -913,6 +1000,18 @@ fn check_events(
                 );
             }
             Event::Released { .. } | Event::WaitEnded { .. } => {}
+            Event::LockDelayed { name, .. } => {
+                ensure!(
+                    after.lock_delay(name).is_some(),
+                    "event {e:?} but {name:?} is not in lock-delay"
+                );
+            }
+            Event::LockDelayEnded { name } => {
+                ensure!(
+                    before.lock_delay(name).is_some() && after.lock_delay(name).is_none(),
+                    "event {e:?} for a lock-delay that did not end here"
+                );
+            }
         }
     }
     Ok(())

@@ -241,7 +241,7 @@ fn exactly_once_state_survives_a_snapshot_and_version_2_still_reads() {
     #[derive(serde::Serialize)]
     struct V2<'a> {
         sessions: &'a BTreeMap<SessionId, Session>,
-        locks: &'a BTreeMap<String, LockState>,
+        locks: &'a BTreeMap<String, super::OldLock>,
         owners: &'a BTreeMap<String, u64>,
     }
     let mut v2 = b"\0RLSNAP\0".to_vec();
@@ -249,7 +249,7 @@ fn exactly_once_state_survives_a_snapshot_and_version_2_still_reads() {
     v2.extend(
         postcard::to_allocvec(&V2 {
             sessions: &log.m.sessions,
-            locks: &log.m.locks,
+            locks: &super::old_locks(&log.m),
             owners: &log.m.owners,
         })
         .unwrap(),
@@ -300,7 +300,7 @@ fn a_sessions_origin_lives_as_long_as_the_session_and_version_3_still_reads() {
     #[derive(serde::Serialize)]
     struct V3<'a> {
         sessions: &'a BTreeMap<SessionId, Session>,
-        locks: &'a BTreeMap<String, LockState>,
+        locks: &'a BTreeMap<String, super::OldLock>,
         owners: &'a BTreeMap<String, u64>,
         once: &'a BTreeMap<SessionId, super::once::Once>,
         session_keys: &'a BTreeMap<String, SessionId>,
@@ -310,7 +310,7 @@ fn a_sessions_origin_lives_as_long_as_the_session_and_version_3_still_reads() {
     v3.extend(
         postcard::to_allocvec(&V3 {
             sessions: &log.m.sessions,
-            locks: &log.m.locks,
+            locks: &super::old_locks(&log.m),
             owners: &log.m.owners,
             once: &log.m.once,
             session_keys: &log.m.session_keys,
