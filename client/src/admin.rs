@@ -233,6 +233,41 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn force_release(&self, name: &str) -> Result<(Vec<Grant>, Vec<Grant>), Error> {
+        self.force_release_call(name).await
+    }
+
+    /// Sets the size of semaphore `name` to `permits`, held or not: from
+    /// then on it has that many permits whatever size acquisitions state,
+    /// until resized again (0 forgets the size). Growing grants waiters at
+    /// once (returned); shrinking takes nothing from holders, it grants
+    /// nobody until they fit. A size below what a queued acquisition asks
+    /// for is refused ([`Error::PermitsMismatch`]).
+    ///
+    /// ```no_run
+    /// # async fn f(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
+    /// let let_in = client.resize("crawler-slots", 16).await?;
+    /// println!("{} waiter(s) let in", let_in.len());
+    /// # Ok(()) }
+    /// ```
+    pub async fn resize(&self, name: &str, permits: u32) -> Result<Vec<Grant>, Error> {
+        let resp = self
+            .inner
+            .cluster
+            .retry(self.options().deadline, |ch, _| async move {
+                LockClient::new(ch)
+                    .resize(pb::ResizeRequest {
+                        name: name.to_owned(),
+                        permits,
+                    })
+                    .await
+            })
+            .await
+            .map_err(|s| Error::from_status(&s, None, Some(name)))?
+            .into_inner();
+        Ok(resp.granted.into_iter().map(Grant::from).collect())
+    }
+
+    async fn force_release_call(&self, name: &str) -> Result<(Vec<Grant>, Vec<Grant>), Error> {
         let resp = self
             .inner
             .cluster

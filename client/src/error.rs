@@ -35,6 +35,10 @@ pub enum Error {
     /// acknowledged within its TTL minus the safety margin.
     #[error("session {0} lost: no keep-alive acknowledged in time")]
     SessionLost(u64),
+    /// The hold cap of this lock ran out (by the local clock, a margin
+    /// before the leader releases it): the lock can no longer be claimed.
+    #[error("hold cap of lock {0:?} ran out")]
+    HoldExpired(String),
     /// A wait for a lock timed out.
     #[error("timed out waiting for lock {0:?}")]
     WaitTimedOut(String),

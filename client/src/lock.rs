@@ -28,6 +28,9 @@ pub struct LockBuilder {
     permits: u32,
     timeout: Option<Duration>,
     metadata: Vec<u8>,
+    count: u32,
+    max_hold: Option<Duration>,
+    lock_delay: Option<Duration>,
 }
 
 impl LockBuilder {
@@ -39,7 +42,57 @@ impl LockBuilder {
             permits: 0,
             timeout: None,
             metadata: Vec::new(),
+            count: 1,
+            max_hold: None,
+            lock_delay: None,
         }
+    }
+
+    /// Take `n` permits of a semaphore at once (implies shared): granted
+    /// only when `n` are free, in FIFO order with the other waiters.
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// // A batch job that needs 3 of the pool's 8 connections.
+    /// let g = s.lock("db-pool").permits(8).count(3).acquire().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn count(mut self, n: u32) -> Self {
+        self.mode = Mode::Shared;
+        self.count = n;
+        self
+    }
+
+    /// Hold cap: the leader releases the lock this long after granting it,
+    /// even though the session lives (1 s ..= 7 days). The guard counts the
+    /// lock lost a safety margin before then ([`LockGuard::is_valid`],
+    /// [`LockGuard::lost`]). Without it a cluster may still apply the
+    /// operator's default for the name's prefix; the guard knows either way.
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// let g = s.lock("reports/nightly").max_hold(std::time::Duration::from_secs(3600)).acquire().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn max_hold(mut self, cap: Duration) -> Self {
+        self.max_hold = Some(cap);
+        self
+    }
+
+    /// Lock-delay (exclusive locks, at most 60 s): if this hold ends
+    /// without a release (the session expires, an administrator forces it,
+    /// the hold cap runs out), nobody is granted the lock for this long, so
+    /// that a holder that did not notice its loss has time to stop before
+    /// anyone else writes. For resources that cannot check fencing tokens.
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// let g = s.lock("legacy-db/writer").lock_delay(std::time::Duration::from_secs(15)).acquire().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn lock_delay(mut self, delay: Duration) -> Self {
+        self.lock_delay = Some(delay);
+        self
     }
 
     /// Hold the lock shared (a read lock): any number of shared holders, no
@@ -157,6 +210,9 @@ impl LockBuilder {
                     metadata: self.metadata.clone(),
                     seq: ticket.seq,
                     acked_below: ticket.acked_below(),
+                    count: self.count,
+                    max_hold_ms: self.max_hold.map_or(0, |d| d.as_millis() as u64),
+                    lock_delay_ms: self.lock_delay.map_or(0, |d| d.as_millis() as u64),
                 };
                 let timeout = opts.attempt_timeout + left.unwrap_or_default();
                 let addr = addr.to_owned();
@@ -172,11 +228,21 @@ impl LockBuilder {
             .await
             .map_err(|s| Error::from_status(&s, Some(inner.lease.id), Some(&name)))?;
         match (resp_grant(res), wait) {
-            (Some(grant), _) => Ok(Some(LockGuard {
-                session,
-                grant,
-                released: AtomicBool::new(false),
-            })),
+            (Some(grant), _) => {
+                // The leader counts a cap from when it applied the grant,
+                // after this request was first sent: counted from the send,
+                // less the lease margin, the guard gives up first.
+                let hold_until = (grant.max_hold_ms > 0).then(|| {
+                    let cap = Duration::from_millis(grant.max_hold_ms);
+                    started + cap - crate::lease::safety_margin(cap)
+                });
+                Ok(Some(LockGuard {
+                    session,
+                    grant,
+                    released: AtomicBool::new(false),
+                    hold_until,
+                }))
+            }
             (None, None) => Ok(None),
             (None, Some(_)) => Err(Error::WaitTimedOut(name)),
         }
@@ -215,6 +281,8 @@ pub struct LockGuard {
     session: Session,
     grant: Grant,
     released: AtomicBool,
+    /// When a hold cap makes the lock lost, by the local clock.
+    hold_until: Option<Instant>,
 }
 
 impl LockGuard {
@@ -245,18 +313,34 @@ impl LockGuard {
         &self.grant
     }
 
-    /// Whether this client can still claim the lock: not released, and the
-    /// session still valid by the local lease rule.
+    /// Whether this client can still claim the lock: not released, the
+    /// session still valid by the local lease rule, and the hold cap (if
+    /// any) not yet run out by the same rule.
     ///
     /// ```no_run
     /// # fn f(g: raftlock_client::LockGuard) { assert!(g.is_valid()); }
     /// ```
     pub fn is_valid(&self) -> bool {
-        !self.released.load(Ordering::SeqCst) && self.session.is_valid()
+        !self.released.load(Ordering::SeqCst)
+            && self.session.is_valid()
+            && self.hold_until.is_none_or(|u| Instant::now() < u)
     }
 
-    /// Resolves when the lock can no longer be claimed because its session
-    /// was lost; returns the reason.
+    /// When the hold cap makes this lock lost, by the local clock (a safety
+    /// margin before the leader releases it); `None` without a cap.
+    ///
+    /// ```no_run
+    /// # fn f(g: raftlock_client::LockGuard) {
+    /// if let Some(until) = g.hold_until() { println!("{:?} left", until - std::time::Instant::now()); }
+    /// # }
+    /// ```
+    pub fn hold_until(&self) -> Option<std::time::Instant> {
+        self.hold_until.map(Instant::into_std)
+    }
+
+    /// Resolves when the lock can no longer be claimed, because its session
+    /// was lost ([`Error::SessionLost`], [`Error::SessionGone`]) or its hold
+    /// cap ran out ([`Error::HoldExpired`]); returns the reason.
     ///
     /// ```no_run
     /// # async fn f(g: raftlock_client::LockGuard) {
@@ -265,7 +349,13 @@ impl LockGuard {
     /// # }
     /// ```
     pub async fn lost(&self) -> Error {
-        self.session.lost().await
+        match self.hold_until {
+            Some(until) => tokio::select! {
+                e = self.session.lost() => e,
+                _ = tokio::time::sleep_until(until) => Error::HoldExpired(self.grant.name.clone()),
+            },
+            None => self.session.lost().await,
+        }
     }
 
     /// Releases the lock; the next waiter is granted in the same log entry.
@@ -382,7 +472,8 @@ pub(crate) fn settle_release<T>(
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        if self.released.swap(true, Ordering::SeqCst) || !self.session.is_valid() {
+        let capped_out = self.hold_until.is_some_and(|u| Instant::now() >= u);
+        if self.released.swap(true, Ordering::SeqCst) || !self.session.is_valid() || capped_out {
             return;
         }
         if let Ok(rt) = tokio::runtime::Handle::try_current() {

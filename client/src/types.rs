@@ -39,6 +39,13 @@ pub struct Grant {
     /// `{"utf8": "..."}` when it is UTF-8 text, else `{"base64": "..."}`.
     #[serde(serialize_with = "bytes_as_text")]
     pub metadata: Vec<u8>,
+    /// Permits of a shared lock this hold takes (1 for an exclusive hold).
+    pub count: u32,
+    /// The hold cap in ms (0: none): the leader releases the hold this long
+    /// after granting it, even though the session lives.
+    pub max_hold_ms: u64,
+    /// The lock-delay this hold set, in ms (0: none).
+    pub lock_delay_ms: u64,
 }
 
 /// Bytes for people and scripts: text as text, anything else as base64,
@@ -76,6 +83,9 @@ impl From<pb::Grant> for Grant {
             session_id: g.session_id,
             granted_at_ms: g.granted_at_ms,
             metadata: g.metadata,
+            count: g.count.max(1),
+            max_hold_ms: g.max_hold_ms,
+            lock_delay_ms: g.lock_delay_ms,
         }
     }
 }
@@ -99,6 +109,8 @@ pub struct WaiterInfo {
     pub enqueued_at_ms: u64,
     /// How long it may wait, in ms.
     pub timeout_ms: u64,
+    /// Permits it asks for.
+    pub count: u32,
 }
 
 /// Holders and waiters of one lock.
@@ -118,9 +130,14 @@ pub struct LockInfo {
     pub waiters: Vec<WaiterInfo>,
     /// Number of waiters.
     pub waiter_count: usize,
-    /// The holders' and waiters' sessions, by id (from `describe`; `list`
-    /// leaves it empty).
+    /// The holders' and waiters' sessions, by id (`list` gives only the
+    /// holders').
     pub sessions: Vec<SessionInfo>,
+    /// Non-zero while the lock is in lock-delay: nobody is granted it until
+    /// the delay (this many ms) ends.
+    pub lock_delay_ms: u64,
+    /// `permits` was set by a resize and holds whatever acquisitions state.
+    pub resized: bool,
 }
 
 impl LockInfo {
@@ -202,6 +219,7 @@ impl From<pb::DescribeResponse> for LockInfo {
                 mode: mode_from_pb(w.mode),
                 enqueued_at_ms: w.enqueued_at_ms,
                 timeout_ms: w.timeout_ms,
+                count: w.count.max(1),
             })
             .collect();
         LockInfo {
@@ -211,6 +229,8 @@ impl From<pb::DescribeResponse> for LockInfo {
             waiter_count: waiters.len(),
             waiters,
             sessions: d.sessions.into_iter().map(SessionInfo::from).collect(),
+            lock_delay_ms: d.lock_delay_ms,
+            resized: d.resized,
         }
     }
 }
@@ -223,7 +243,9 @@ impl From<pb::LockSummary> for LockInfo {
             holders: l.holders.into_iter().map(Grant::from).collect(),
             waiters: vec![],
             waiter_count: l.waiters as usize,
-            sessions: vec![],
+            sessions: l.sessions.into_iter().map(SessionInfo::from).collect(),
+            lock_delay_ms: l.lock_delay_ms,
+            resized: false,
         }
     }
 }
@@ -332,6 +354,15 @@ pub struct ServerLimits {
     pub max_name_bytes: u32,
     /// The most holder metadata or election value, bytes.
     pub max_metadata_bytes: u32,
+    /// The longest hold cap an acquisition may set.
+    #[serde(rename = "max_hold_ms", serialize_with = "as_ms")]
+    pub max_hold: Duration,
+    /// The longest lock-delay an acquisition may set.
+    #[serde(rename = "max_lock_delay_ms", serialize_with = "as_ms")]
+    pub max_lock_delay: Duration,
+    /// Hold caps the operator set per name prefix: (prefix, default ms,
+    /// maximum ms; 0 for none).
+    pub hold_caps: Vec<(String, u64, u64)>,
 }
 
 impl From<pb::StatusResponse> for Status {
@@ -370,6 +401,13 @@ impl From<pb::StatusResponse> for Status {
                     max_ttl: Duration::from_millis(l.max_ttl_ms),
                     max_name_bytes: l.max_name_bytes,
                     max_metadata_bytes: l.max_metadata_bytes,
+                    max_hold: Duration::from_millis(l.max_hold_ms),
+                    max_lock_delay: Duration::from_millis(l.max_lock_delay_ms),
+                    hold_caps: l
+                        .hold_caps
+                        .into_iter()
+                        .map(|r| (r.prefix, r.default_ms, r.max_ms))
+                        .collect(),
                 }),
             process_cpu_micros: s.process_cpu_micros,
         }

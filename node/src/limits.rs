@@ -63,6 +63,57 @@ pub struct LimitArgs {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_concurrent_requests_per_connection: Option<usize>,
+    /// Hold cap of the locks under a prefix, as PREFIX=DEFAULT_MS or
+    /// PREFIX=DEFAULT_MS:MAX_MS (repeatable; the longest matching prefix
+    /// applies). Acquisitions that set no cap get DEFAULT_MS (0: none);
+    /// none may set more than MAX_MS.
+    #[arg(long, value_name = "PREFIX=DEFAULT_MS[:MAX_MS]")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hold_cap: Option<Vec<String>>,
+}
+
+/// The hold cap of the locks under one prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HoldCap {
+    /// Names that start with this.
+    pub prefix: String,
+    /// What an acquisition that sets no cap gets, ms (0: none).
+    pub default_ms: u64,
+    /// The longest cap an acquisition may set, ms (0: the hard limit).
+    pub max_ms: u64,
+}
+
+impl std::str::FromStr for HoldCap {
+    type Err = String;
+    fn from_str(rule: &str) -> Result<Self, String> {
+        let (prefix, caps) = rule
+            .rsplit_once('=')
+            .ok_or_else(|| format!("{rule:?} is not PREFIX=DEFAULT_MS[:MAX_MS]"))?;
+        let (default, max) = caps.split_once(':').unwrap_or((caps, "0"));
+        let ms = |v: &str| {
+            v.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("{v:?} in {rule:?} is not a number of ms"))
+        };
+        let cap = HoldCap {
+            prefix: prefix.to_owned(),
+            default_ms: ms(default)?,
+            max_ms: ms(max)?,
+        };
+        for v in [cap.default_ms, cap.max_ms] {
+            if v != 0 && !(hard::MIN_HOLD_MS..=hard::MAX_HOLD_MS).contains(&v) {
+                return Err(format!(
+                    "{v} ms in {rule:?} is out of range {}..={} ms",
+                    hard::MIN_HOLD_MS,
+                    hard::MAX_HOLD_MS
+                ));
+            }
+        }
+        if cap.max_ms != 0 && cap.default_ms > cap.max_ms {
+            return Err(format!("{rule:?}: the default is above the maximum"));
+        }
+        Ok(cap)
+    }
 }
 
 /// The limits a node applies.
@@ -89,6 +140,11 @@ pub struct Limits {
     pub max_keepalive_streams_per_connection: usize,
     /// Requests in progress per connection.
     pub max_concurrent_requests_per_connection: usize,
+    /// Hold caps by prefix, as written (`--hold-cap`).
+    pub hold_cap: Vec<String>,
+    /// The same, read by `check`.
+    #[serde(skip)]
+    pub hold_caps: Vec<HoldCap>,
 }
 
 impl Default for Limits {
@@ -107,6 +163,8 @@ impl Default for Limits {
             // over one connection must not lose them to this limit.
             max_keepalive_streams_per_connection: 10_000,
             max_concurrent_requests_per_connection: 2_000,
+            hold_cap: Vec::new(),
+            hold_caps: Vec::new(),
         }
     }
 }
@@ -114,7 +172,16 @@ impl Default for Limits {
 impl Limits {
     /// Checks the operator's limits against the state machine's ceilings.
     pub fn check(self) -> Result<Limits, ConfigError> {
-        let l = self;
+        let mut l = self;
+        l.hold_caps = l
+            .hold_cap
+            .iter()
+            .map(|r| r.parse())
+            .collect::<Result<_, String>>()
+            .map_err(|reason| ConfigError::Invalid {
+                setting: "--hold-cap",
+                reason,
+            })?;
         let bad = |setting, reason: String| Err(ConfigError::Invalid { setting, reason });
         if l.max_request_bytes < 1024 {
             return bad("--max-request-bytes", "must be at least 1024".into());
@@ -177,6 +244,31 @@ impl Limits {
             });
         }
         Ok(())
+    }
+
+    /// The hold cap an acquisition of `name` gets: the one it set, or the
+    /// operator's default for the name's prefix; a cap above the prefix's
+    /// maximum is refused.
+    pub fn hold_cap(&self, name: &str, asked_ms: u64) -> Result<u64, NodeError> {
+        let Some(rule) = self
+            .hold_caps
+            .iter()
+            .filter(|r| name.starts_with(&r.prefix))
+            .max_by_key(|r| r.prefix.len())
+        else {
+            return Ok(asked_ms);
+        };
+        if rule.max_ms != 0 && asked_ms > rule.max_ms {
+            return Err(NodeError::InvalidArgument(format!(
+                "max_hold_ms {asked_ms} is more than the {} ms this cluster allows under {:?}",
+                rule.max_ms, rule.prefix
+            )));
+        }
+        Ok(if asked_ms == 0 {
+            rule.default_ms
+        } else {
+            asked_ms
+        })
     }
 
     /// A wait within the operator's bound.

@@ -113,6 +113,13 @@ pub const ROUTES: &[Route] = &[
         "ForceReleaseResponse",
         "Take a lock away from its holders (admin right).",
     ),
+    call(
+        "/v1/lock/resize",
+        "raftlock.v1.Lock/Resize",
+        "ResizeRequest",
+        "ResizeResponse",
+        "Set a semaphore's number of permits, held or not (0 forgets it); growing grants waiters at once.",
+    ),
     Route {
         streams: true,
         ..call(

@@ -17,24 +17,40 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
         print_json(&info)?;
         return Ok(0);
     }
-    if info.holders.is_empty() {
-        println!("{}: free", info.name);
+    let delayed = match info.lock_delay_ms {
+        0 => String::new(),
+        ms => format!(
+            " (lock-delay of {} in force: nobody is granted it until it ends)",
+            human(Duration::from_millis(ms))
+        ),
+    };
+    if info.holders.is_empty() && info.waiters.is_empty() {
+        println!("{}: free{delayed}", info.name);
         return Ok(0);
     }
     let now = now_ms();
-    let how = match info.holders[0].mode {
-        Mode::Exclusive => "held exclusively".to_string(),
-        Mode::Shared if info.permits > 0 => {
-            format!("{} of {} permits held", info.holders.len(), info.permits)
-        }
-        Mode::Shared => format!("held shared by {}", info.holders.len()),
+    let taken: u64 = info.holders.iter().map(|h| u64::from(h.count)).sum();
+    let how = match info.holders.first().map(|h| h.mode) {
+        None => "held by nobody".to_string(),
+        Some(Mode::Exclusive) => "held exclusively".to_string(),
+        Some(Mode::Shared) if info.permits > 0 => format!(
+            "{taken} of {} permits held{}",
+            info.permits,
+            if info.resized { " (resized)" } else { "" }
+        ),
+        Some(Mode::Shared) => format!("held shared by {}", info.holders.len()),
     };
-    println!("{}: {how}, {} waiting", info.name, info.waiters.len());
+    println!(
+        "{}: {how}, {} waiting{delayed}",
+        info.name,
+        info.waiters.len()
+    );
     for h in &info.holders {
         println!(
-            "  holder   token {}  for {}  {}{}",
+            "  holder   token {}  for {}{}  {}{}",
             h.token,
             age(now, h.granted_at_ms),
+            terms(now, h),
             who(info.session(h.session_id), h.session_id),
             metadata(&h.metadata),
         );
@@ -81,6 +97,34 @@ pub async fn sessions(cli: &Cli, a: &SessionsArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// `raftlock resize NAME PERMITS`
+#[derive(clap::Args)]
+pub struct ResizeArgs {
+    /// Semaphore name.
+    name: String,
+    /// Its new number of permits; 0 forgets the size set before.
+    permits: u32,
+}
+
+pub async fn resize(cli: &Cli, a: &ResizeArgs) -> anyhow::Result<i32> {
+    let granted = connect(cli).await?.resize(&a.name, a.permits).await?;
+    if cli.output == Output::Json {
+        print_json(&serde_json::json!({ "granted": granted }))?;
+        return Ok(0);
+    }
+    match a.permits {
+        0 => println!("{}: size forgotten", a.name),
+        n => println!("{}: {n} permits", a.name),
+    }
+    for g in &granted {
+        println!(
+            "{}: granted to waiting session {} (token {})",
+            a.name, g.session_id, g.token
+        );
+    }
+    Ok(0)
+}
+
 /// "session 42 billing-worker (identity alice) on web-1 pid 4242, expires
 /// in 9.8s": what an operator needs to find the process.
 fn who(s: Option<&SessionInfo>, id: u64) -> String {
@@ -104,6 +148,30 @@ fn who(s: Option<&SessionInfo>, id: u64) -> String {
         ", expires in {} without keep-alive",
         human(Duration::from_millis(s.expires_in_ms))
     );
+    out
+}
+
+/// "  3 permits, capped at 1h (59m left), lock-delay 15s": what a holder
+/// asked for beyond a plain hold.
+fn terms(now_ms: u64, h: &raftlock_client::Grant) -> String {
+    let mut out = String::new();
+    if h.count > 1 {
+        out += &format!("  {} permits", h.count);
+    }
+    if h.max_hold_ms > 0 {
+        let held = now_ms.saturating_sub(h.granted_at_ms);
+        out += &format!(
+            "  capped at {} ({} left)",
+            human(Duration::from_millis(h.max_hold_ms)),
+            human(Duration::from_millis(h.max_hold_ms.saturating_sub(held)))
+        );
+    }
+    if h.lock_delay_ms > 0 {
+        out += &format!(
+            "  lock-delay {}",
+            human(Duration::from_millis(h.lock_delay_ms))
+        );
+    }
     out
 }
 

@@ -60,8 +60,15 @@ pub async fn elect(cli: &Cli, a: &ElectArgs) -> anyhow::Result<i32> {
         ("RAFTLOCK_TOKEN", leadership.token().to_string()),
         ("RAFTLOCK_SESSION", session.id().to_string()),
     ];
-    let outcome =
-        super::lock::supervise(&a.command, &env, kill_after, leadership.lost(), &session).await?;
+    let outcome = super::lock::supervise(
+        &a.command,
+        &env,
+        kill_after,
+        leadership.lost(),
+        &session,
+        None,
+    )
+    .await?;
     match outcome {
         super::lock::Outcome::Exited(code) => {
             leadership.resign().await.ok();

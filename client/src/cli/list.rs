@@ -16,12 +16,43 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
         return Ok(0);
     }
     for l in &locks {
-        let tokens: Vec<String> = l.holders.iter().map(|h| h.token.to_string()).collect();
+        // Who holds it, at a glance: client name, host and pid.
+        let holders: Vec<String> = l
+            .holders
+            .iter()
+            .map(|h| {
+                let who = l
+                    .session(h.session_id)
+                    .map(|s| {
+                        let mut w = if s.client_name.is_empty() {
+                            format!("session {}", h.session_id)
+                        } else {
+                            s.client_name.clone()
+                        };
+                        if !s.host.is_empty() {
+                            w += &format!("@{}", s.host);
+                        }
+                        if s.pid != 0 {
+                            w += &format!(":{}", s.pid);
+                        }
+                        w
+                    })
+                    .unwrap_or_else(|| format!("session {}", h.session_id));
+                format!("{who} (token {})", h.token)
+            })
+            .collect();
+        let delayed = match l.lock_delay_ms {
+            0 => String::new(),
+            ms => format!("  lock-delay {ms}ms"),
+        };
         println!(
-            "{}  holders {} (tokens {})  waiters {}",
+            "{}  held by {}  waiters {}{delayed}",
             l.name,
-            l.holders.len(),
-            tokens.join(","),
+            if holders.is_empty() {
+                "nobody".to_string()
+            } else {
+                holders.join(", ")
+            },
             l.waiter_count
         );
     }

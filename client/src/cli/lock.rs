@@ -31,6 +31,20 @@ pub struct Args {
     /// Hold one of N permits (a semaphore).
     #[arg(long)]
     permits: Option<u32>,
+    /// Take this many permits of the semaphore at once.
+    #[arg(long, conflicts_with = "shared")]
+    count: Option<u32>,
+    /// Hold cap: the cluster releases the lock this long after granting it
+    /// even if this process lives; the command is stopped (SIGTERM, then
+    /// SIGKILL) before then.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    max_hold: Option<Duration>,
+    /// Lock-delay: if the lock is lost without a release (this process
+    /// dies, is cut off, or runs past --max-hold), nobody gets it for this
+    /// long (at most 60s), so that a command that missed the loss has time
+    /// to stop.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    lock_delay: Option<Duration>,
     /// Grace period between SIGTERM and SIGKILL when keep-alives stop being
     /// acknowledged: SIGTERM goes out this long before the lease could run
     /// out. Default: 2s, or a quarter of the TTL less the safety margin if
@@ -56,6 +70,15 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     if let Some(n) = a.permits {
         builder = builder.permits(n);
     }
+    if let Some(n) = a.count {
+        builder = builder.count(n);
+    }
+    if let Some(cap) = a.max_hold {
+        builder = builder.max_hold(cap);
+    }
+    if let Some(delay) = a.lock_delay {
+        builder = builder.lock_delay(delay);
+    }
     let acquired = if a.timeout.is_zero() {
         builder.try_acquire().await
     } else {
@@ -80,7 +103,17 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
         ("RAFTLOCK_TOKEN", guard.token().to_string()),
         ("RAFTLOCK_SESSION", session.id().to_string()),
     ];
-    match supervise(&a.command, &env, kill_after, guard.lost(), &session).await? {
+    let hold_until = guard.hold_until();
+    match supervise(
+        &a.command,
+        &env,
+        kill_after,
+        guard.lost(),
+        &session,
+        hold_until,
+    )
+    .await?
+    {
         Outcome::Exited(code) => {
             guard.release().await.ok();
             session.close().await.ok();
@@ -146,8 +179,14 @@ pub async fn supervise(
     kill_after: Duration,
     lost: impl Future<Output = Error>,
     session: &Session,
+    hold_until: Option<std::time::Instant>,
 ) -> anyhow::Result<Outcome> {
-    let valid_until = || session.valid_until();
+    // A hold cap ends the claim like a lost session, at a time known now.
+    let valid_until = || {
+        session
+            .valid_until()
+            .map(|u| hold_until.map_or(u, |h| u.min(h)))
+    };
     let mut child = Command::new(&command[0])
         .args(&command[1..])
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))

@@ -134,6 +134,8 @@ pub enum Command {
     /// Free a lock whoever holds it (admin); its waiters are granted with
     /// larger tokens.
     ForceRelease(describe::ForceArgs),
+    /// Set a semaphore's number of permits, held or not (0 forgets it).
+    Resize(describe::ResizeArgs),
     /// Hand leadership of the Raft cluster to another voter.
     TransferLeader(members::TransferArgs),
     /// Back up the cluster's state (`snapshot save FILE`).
@@ -245,6 +247,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Members(a) => members::run(&cli, a).await,
         Command::TransferLeader(a) => members::transfer(&cli, a).await,
         Command::ForceRelease(a) => describe::force_release(&cli, a).await,
+        Command::Resize(a) => describe::resize(&cli, a).await,
         Command::Snapshot(a) => snapshot::run(&cli, a).await,
         Command::Bench(a) => bench::run(&cli, a).await,
         Command::Completions { shell } => {

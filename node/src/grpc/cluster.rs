@@ -105,6 +105,18 @@ pub async fn status_of(node: &Node, want_counts: bool) -> Result<StatusResponse,
             max_ttl_ms: node.limits.max_ttl_ms,
             max_name_bytes: raftlock_proto::limits::MAX_NAME_LEN as u32,
             max_metadata_bytes: raftlock_proto::limits::MAX_METADATA_LEN as u32,
+            max_hold_ms: raftlock_proto::limits::MAX_HOLD_MS,
+            max_lock_delay_ms: raftlock_proto::limits::MAX_LOCK_DELAY_MS,
+            hold_caps: node
+                .limits
+                .hold_caps
+                .iter()
+                .map(|r| raftlock_proto::v1::HoldCapRule {
+                    prefix: r.prefix.clone(),
+                    default_ms: r.default_ms,
+                    max_ms: r.max_ms,
+                })
+                .collect(),
         }),
     };
     if let Some(c) = node

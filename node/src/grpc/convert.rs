@@ -5,13 +5,15 @@
 use crate::error::NodeError;
 use crate::locks::watch::Watched;
 use crate::locks::{
-    Acquire, Campaign, CreateSession, Description, ListQuery, Proclaim, Release, Sequence,
-    SessionPage, SessionQuery, SessionView,
+    Acquire, Campaign, CreateSession, Description, ListPage, ListQuery, Proclaim, Release, Resize,
+    Sequence, SessionPage, SessionQuery, SessionView,
 };
 use raftlock_proto::reason;
 use raftlock_proto::v1 as pb;
 use raftlock_proto::{limits, LEADER_METADATA_KEY};
-use raftlock_store::machine::{Grant, LeaseError, LockSummary, Mode, Origin, RequestId, Waiter};
+use raftlock_store::machine::{
+    Grant, LeaseError, LockSummary, Mode, Origin, RequestId, Terms, Waiter,
+};
 use std::time::Duration;
 use tonic::Status;
 
@@ -41,6 +43,8 @@ pub fn describe_response(name: String, d: &Description) -> pb::DescribeResponse 
         waiters: d.view.waiters.iter().map(waiter).collect(),
         applied_index: d.applied_index,
         sessions: d.sessions.iter().map(session_info).collect(),
+        lock_delay_ms: d.view.lock_delay_ms.unwrap_or(0),
+        resized: d.resized,
     }
 }
 
@@ -60,12 +64,17 @@ pub fn watch_response(w: &Watched) -> pb::WatchResponse {
                     K::Released => pb::LockEventKind::Released,
                     K::Expired => pb::LockEventKind::Expired,
                     K::ForceReleased => pb::LockEventKind::ForceReleased,
+                    K::HoldExpired => pb::LockEventKind::HoldExpired,
+                    K::LockDelayStarted => pb::LockEventKind::LockDelayStarted,
+                    K::LockDelayEnded => pb::LockEventKind::LockDelayEnded,
                 } as i32,
                 name: e.name.clone(),
                 session_id: e.session,
                 token: e.token,
                 mode: mode_to_pb(e.mode) as i32,
                 metadata: e.metadata.clone(),
+                count: e.count,
+                lock_delay_ms: e.lock_delay_ms,
             })
             .collect(),
     }
@@ -99,6 +108,9 @@ pub fn grant(g: &Grant) -> pb::Grant {
         request_id: g.request_id.to_bytes().to_vec(),
         granted_at_ms: g.granted_at_ms,
         metadata: g.metadata.clone(),
+        count: g.terms.count,
+        max_hold_ms: g.terms.max_hold_ms,
+        lock_delay_ms: g.terms.lock_delay_ms,
     }
 }
 
@@ -110,6 +122,7 @@ pub fn waiter(w: &Waiter) -> pb::Waiter {
         request_id: w.request_id.to_bytes().to_vec(),
         enqueued_at_ms: w.enqueued_at_ms,
         timeout_ms: w.timeout_ms,
+        count: w.terms.count,
     }
 }
 
@@ -186,6 +199,11 @@ impl TryFrom<pb::AcquireRequest> for Acquire {
             permits: (r.permits > 0).then_some(r.permits),
             wait: r.wait_timeout_ms.map(Duration::from_millis),
             sequence: sequence(r.seq, r.acked_below)?,
+            terms: Terms {
+                count: r.count.max(1),
+                max_hold_ms: r.max_hold_ms,
+                lock_delay_ms: r.lock_delay_ms,
+            },
             session: r.session_id,
             name: r.name,
             metadata: r.metadata,
@@ -263,12 +281,28 @@ impl From<pb::ListRequest> for ListQuery {
     }
 }
 
-/// A lock summary as `list` shows it.
-pub fn summary(l: &LockSummary) -> pb::LockSummary {
+/// A lock summary as `list` shows it, with its holders' sessions.
+pub fn summary(l: &LockSummary, page: &ListPage) -> pb::LockSummary {
     pb::LockSummary {
         name: l.name.clone(),
         holders: l.holders.iter().map(grant).collect(),
         waiters: l.waiters as u32,
+        sessions: l
+            .holders
+            .iter()
+            .filter_map(|h| page.sessions.get(&h.session))
+            .map(session_info)
+            .collect(),
+        lock_delay_ms: l.lock_delay_ms.unwrap_or(0),
+    }
+}
+
+impl From<pb::ResizeRequest> for Resize {
+    fn from(r: pb::ResizeRequest) -> Self {
+        Resize {
+            name: r.name,
+            permits: r.permits,
+        }
     }
 }
 

@@ -262,7 +262,7 @@ impl LockApi for LockService {
         let caller = caller(&req)?;
         let page = self.locks.list(&caller, req.into_inner().into()).await?;
         Ok(Response::new(ListResponse {
-            locks: page.locks.iter().map(summary).collect(),
+            locks: page.locks.iter().map(|l| summary(l, &page)).collect(),
             next_page_token: page.next_page_token,
         }))
     }
@@ -292,6 +292,17 @@ impl LockApi for LockService {
         Ok(Response::new(ForceReleaseResponse {
             released: f.released.iter().map(grant).collect(),
             granted: f.granted.iter().map(grant).collect(),
+        }))
+    }
+
+    async fn resize(
+        &self,
+        req: Request<ResizeRequest>,
+    ) -> Result<Response<ResizeResponse>, Status> {
+        let caller = caller(&req)?;
+        let granted = self.locks.resize(&caller, req.into_inner().into()).await?;
+        Ok(Response::new(ResizeResponse {
+            granted: granted.iter().map(grant).collect(),
         }))
     }
 }

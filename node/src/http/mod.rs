@@ -54,6 +54,7 @@ pub fn router(locks: Locks, auth: SharedAuth, max_body: usize) -> Router {
         .route("/v1/lock/list", post(list))
         .route("/v1/lock/validate", post(validate))
         .route("/v1/lock/force-release", post(force_release))
+        .route("/v1/lock/resize", post(resize))
         .route("/v1/lock/watch", post(watch))
         .route("/v1/election/campaign", post(campaign))
         .route("/v1/election/proclaim", post(proclaim))
@@ -207,7 +208,7 @@ async fn list_sessions(State(api): State<Api>, c: Call<pb::ListSessionsRequest>)
 async fn list(State(api): State<Api>, c: Call<pb::ListRequest>) -> Answer {
     let page = api.locks.list(&c.caller, c.body.into()).await?;
     Ok(json(&pb::ListResponse {
-        locks: page.locks.iter().map(summary).collect(),
+        locks: page.locks.iter().map(|l| summary(l, &page)).collect(),
         next_page_token: page.next_page_token,
     }))
 }
@@ -228,6 +229,13 @@ async fn force_release(State(api): State<Api>, c: Call<pb::ForceReleaseRequest>)
     Ok(json(&pb::ForceReleaseResponse {
         released: f.released.iter().map(grant).collect(),
         granted: f.granted.iter().map(grant).collect(),
+    }))
+}
+
+async fn resize(State(api): State<Api>, c: Call<pb::ResizeRequest>) -> Answer {
+    let granted = api.locks.resize(&c.caller, c.body.into()).await?;
+    Ok(json(&pb::ResizeResponse {
+        granted: granted.iter().map(grant).collect(),
     }))
 }
 

@@ -3,7 +3,7 @@
 //! release or expiry reaches it in the same entry, with no polling.
 
 use super::waits::WaitResult;
-use super::{session_id, unexpected, Acquire, Locks, Release};
+use super::{session_id, unexpected, Acquire, Locks, Release, Resize};
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
 use raftlock_store::machine::{validate, Command, Grant, LeaseError, Reply, WaitEnd};
@@ -30,12 +30,14 @@ pub struct ForceReleased {
 impl Locks {
     /// Acquires a lock for `caller`, waiting in the lock's queue when asked
     /// to.
-    pub async fn acquire(&self, caller: &Caller, a: Acquire) -> Result<Acquired, NodeError> {
+    pub async fn acquire(&self, caller: &Caller, mut a: Acquire) -> Result<Acquired, NodeError> {
         let span = tracing::info_span!("lock.acquire", node = self.node.id, term = self.term(), lock = %a.name, session = a.session, identity = caller.name(), token = tracing::field::Empty);
         async {
             validate::name(&a.name)?;
             session_id(a.session)?;
             validate::metadata("metadata", &a.metadata)?;
+            a.terms.max_hold_ms = self.node.limits.hold_cap(&a.name, a.terms.max_hold_ms)?;
+            validate::terms(a.mode, &a.terms)?;
             caller.check(Access::Lock, &a.name)?;
             if let Some(w) = a.wait {
                 self.node.limits.check_wait(w.as_millis() as u64)?;
@@ -68,6 +70,12 @@ impl Locks {
             wait_ms: a.wait.map(|d| d.as_millis() as u64),
             metadata: a.metadata.clone(),
         };
+        if !a.terms.is_plain() {
+            cmd = Command::Termed {
+                terms: a.terms,
+                command: Box::new(cmd),
+            };
+        }
         if let Some(s) = a.sequence {
             cmd = Command::Sequenced {
                 seq: s.seq,
@@ -194,6 +202,29 @@ impl Locks {
             };
             match self.node.propose_reply(cmd).await? {
                 (_, Reply::Released { granted }) => Ok(granted),
+                (_, other) => Err(unexpected(other)),
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Sets the size of semaphore `name` (0 forgets it), granting the
+    /// waiters a larger size lets in.
+    pub async fn resize(&self, caller: &Caller, r: Resize) -> Result<Vec<Grant>, NodeError> {
+        let span = tracing::info_span!("lock.resize", node = self.node.id, term = self.term(), lock = %r.name, identity = caller.name(), permits = r.permits);
+        async {
+            validate::name(&r.name)?;
+            caller.check(Access::Lock, &r.name)?;
+            let cmd = Command::Resize {
+                name: r.name.clone(),
+                permits: r.permits,
+            };
+            match self.node.propose_reply(cmd).await? {
+                (_, Reply::Resized { granted }) => {
+                    tracing::info!(lock = %r.name, permits = r.permits, granted = granted.len(), identity = caller.name(), "semaphore resized");
+                    Ok(granted)
+                }
                 (_, other) => Err(unexpected(other)),
             }
         }

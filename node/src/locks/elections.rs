@@ -53,6 +53,7 @@ impl Locks {
                 wait: Some(wait),
                 metadata: c.value,
                 sequence: c.sequence,
+                terms: Default::default(),
             };
             match self.acquire_checked(a).await? {
                 Acquired::Granted(g) => {

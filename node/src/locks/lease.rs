@@ -15,10 +15,16 @@
 //! - If the driver itself was stalled (the process paused, the machine
 //!   starved), nobody could have renewed in the meantime, so every deadline
 //!   is pushed to a full TTL from the moment it runs again.
+//!
+//! Hold caps and lock-delays are timed here too, and end with `EndHold`
+//! and `EndLockDelay`. Both only ever end late, never early: a cap is
+//! counted from when this leader applied the grant (after the client sent
+//! its request, from which the client counts), and a new leader counts
+//! every cap and delay afresh from its election.
 
 use crate::node::{Node, NodeError};
 use openraft::ServerState;
-use raftlock_store::machine::{Command, Event, Reply, RequestId, SessionId};
+use raftlock_store::machine::{Command, Event, FencingToken, Reply, RequestId, SessionId};
 #[cfg(feature = "planted-bugs")]
 use raftlock_store::planted::{planted, Bug};
 use raftlock_store::state_machine::Change;
@@ -40,6 +46,10 @@ struct Deadlines {
     term: Option<u64>,
     sessions: HashMap<SessionId, (Instant, Duration)>,
     waits: HashMap<(SessionId, String), (Instant, RequestId)>,
+    /// Capped holds: when their cap runs out, and the grant's token.
+    holds: HashMap<(SessionId, String), (Instant, FencingToken)>,
+    /// Locks in lock-delay: when it ends.
+    delays: HashMap<String, Instant>,
 }
 
 /// Why a keep-alive was not applied to a deadline.
@@ -222,8 +232,21 @@ impl LeaseDriver {
         d.term = term;
         d.sessions.clear();
         d.waits.clear();
+        d.holds.clear();
+        d.delays.clear();
         if term.is_none() {
             return;
+        }
+        for (name, lock) in state.machine.locks() {
+            for h in lock.holders.iter().filter(|h| h.terms.max_hold_ms > 0) {
+                let cap = Duration::from_millis(h.terms.max_hold_ms);
+                d.holds
+                    .insert((h.session, name.to_owned()), (now + cap, h.token));
+            }
+        }
+        for (name, delay_ms) in state.machine.lock_delays() {
+            d.delays
+                .insert(name.to_owned(), now + Duration::from_millis(delay_ms));
         }
         for s in state.machine.sessions() {
             let ttl = Duration::from_millis(s.ttl_ms);
@@ -282,12 +305,29 @@ impl LeaseDriver {
                 Event::SessionEnded { session, .. } => {
                     d.sessions.remove(session);
                     d.waits.retain(|(s, _), _| s != session);
+                    d.holds.retain(|(s, _), _| s != session);
                 }
                 Event::Granted(g) => {
                     d.waits.remove(&(g.session, g.name.clone()));
+                    if g.terms.max_hold_ms > 0 {
+                        let cap = Duration::from_millis(g.terms.max_hold_ms);
+                        d.holds
+                            .insert((g.session, g.name.clone()), (now + cap, g.token));
+                    }
                 }
                 Event::WaitEnded { session, name, .. } => {
                     d.waits.remove(&(*session, name.clone()));
+                }
+                Event::Released { name, session, .. } => {
+                    d.holds.remove(&(*session, name.clone()));
+                }
+                Event::LockDelayed { name, delay_ms } => {
+                    let end = now + Duration::from_millis(*delay_ms);
+                    let at = d.delays.entry(name.clone()).or_insert(end);
+                    *at = (*at).max(end);
+                }
+                Event::LockDelayEnded { name } => {
+                    d.delays.remove(name);
                 }
                 _ => {}
             }
@@ -351,6 +391,70 @@ impl LeaseDriver {
             }
             self.expire_sessions(now).await;
             self.cancel_waits(now).await;
+            self.end_holds(now).await;
+            self.end_lock_delays(now).await;
+        }
+    }
+
+    /// Ends the holds whose cap ran out.
+    async fn end_holds(&self, now: Instant) {
+        let due: Vec<((SessionId, String), FencingToken)> = {
+            let d = self.lock();
+            d.holds
+                .iter()
+                .filter(|(_, (deadline, _))| *deadline <= now)
+                .map(|(k, (_, token))| (k.clone(), *token))
+                .collect()
+        };
+        for ((session, name), token) in due {
+            info!(node = self.node.id, lock = %name, session, token, "hold cap ran out: releasing");
+            let res = self
+                .node
+                .propose(Command::EndHold {
+                    name: name.clone(),
+                    session,
+                    token,
+                })
+                .await;
+            if let Err(e) = res {
+                warn!(node = self.node.id, error = %e, lock = %name, session, "hold cap release failed");
+                continue;
+            }
+            metrics::counter!("raftlock_hold_caps_expired_total").increment(1);
+            let mut d = self.lock();
+            if d.holds.get(&(session, name.clone())).map(|h| h.1) == Some(token) {
+                d.holds.remove(&(session, name));
+            }
+        }
+    }
+
+    /// Ends the lock-delays whose time ran out.
+    async fn end_lock_delays(&self, now: Instant) {
+        let due: Vec<String> = {
+            let d = self.lock();
+            d.delays
+                .iter()
+                .filter(|(_, end)| **end <= now)
+                .map(|(name, _)| name.clone())
+                .collect()
+        };
+        for name in due {
+            let res = self
+                .node
+                .propose(Command::EndLockDelay { name: name.clone() })
+                .await;
+            match res {
+                Ok(_) => {
+                    info!(node = self.node.id, lock = %name, "lock-delay ended");
+                    let mut d = self.lock();
+                    if d.delays.get(&name).is_some_and(|end| *end <= now) {
+                        d.delays.remove(&name);
+                    }
+                }
+                Err(e) => {
+                    warn!(node = self.node.id, error = %e, lock = %name, "lock-delay end failed")
+                }
+            }
         }
     }
 

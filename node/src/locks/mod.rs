@@ -23,7 +23,7 @@ pub use reads::{Description, ListPage, SessionPage, SessionQuery, SessionView};
 use crate::error::NodeError;
 use crate::node::Node;
 use lease::LeaseDriver;
-use raftlock_store::machine::{FencingToken, Mode, RequestId, SessionId};
+use raftlock_store::machine::{FencingToken, Mode, RequestId, SessionId, Terms};
 use std::sync::Arc;
 use std::time::Duration;
 use waits::Waits;
@@ -105,6 +105,17 @@ pub struct Acquire {
     pub metadata: Vec<u8>,
     /// The session's exactly-once numbering, if the client uses it.
     pub sequence: Option<Sequence>,
+    /// Permits taken, hold cap and lock-delay (plain: one permit, neither).
+    pub terms: Terms,
+}
+
+/// Set a semaphore's size.
+#[derive(Clone, Debug)]
+pub struct Resize {
+    /// Lock name.
+    pub name: String,
+    /// The new size; 0 forgets the size set before.
+    pub permits: u32,
 }
 
 /// Release a lock held under `token`.

@@ -10,7 +10,7 @@ use raftlock_store::machine::{
     validate, FencingToken, LeaseMachine, LockSummary, LockView, Origin, Session, SessionId,
     Validation,
 };
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// A lock as `describe` shows it.
@@ -22,6 +22,8 @@ pub struct Description {
     pub applied_index: u64,
     /// The sessions of the holders and waiters, in id order.
     pub sessions: Vec<SessionView>,
+    /// The size was set by Resize.
+    pub resized: bool,
 }
 
 /// A live session as an operator sees it.
@@ -62,6 +64,8 @@ pub struct ListPage {
     pub locks: Vec<LockSummary>,
     /// Where the next page starts; empty when this is the last.
     pub next_page_token: String,
+    /// The holders' sessions, by id.
+    pub sessions: BTreeMap<SessionId, SessionView>,
 }
 
 impl Locks {
@@ -83,6 +87,7 @@ impl Locks {
             .filter_map(|id| self.session_view(&state.machine, id))
             .collect();
         Ok(Description {
+            resized: state.machine.size(name).is_some(),
             view,
             applied_index: state.last_applied.map(|l| l.index).unwrap_or(0),
             sessions,
@@ -159,9 +164,15 @@ impl Locks {
             _ => String::new(),
         };
         page.retain(|l| caller.may(Access::Read, &l.name));
+        let sessions = page
+            .iter()
+            .flat_map(|l| l.holders.iter().map(|h| h.session))
+            .filter_map(|id| Some((id, self.session_view(&state.machine, id)?)))
+            .collect();
         Ok(ListPage {
             locks: page,
             next_page_token,
+            sessions,
         })
     }
 

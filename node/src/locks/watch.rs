@@ -36,6 +36,12 @@ pub enum LockEventKind {
     Expired,
     /// Taken away by an administrator.
     ForceReleased,
+    /// Released by the leader: the hold's cap ran out.
+    HoldExpired,
+    /// A lock-delay started: nobody is granted the lock until it ends.
+    LockDelayStarted,
+    /// A lock-delay ended.
+    LockDelayEnded,
 }
 
 /// One change of one lock's holders.
@@ -53,6 +59,10 @@ pub struct LockEvent {
     pub mode: Mode,
     /// The holder's metadata (grants and handoffs).
     pub metadata: Vec<u8>,
+    /// Permits taken (grants and handoffs).
+    pub count: u32,
+    /// A lock-delay's length (LockDelayStarted), ms.
+    pub lock_delay_ms: u64,
 }
 
 /// The lock events of one applied command.
@@ -248,6 +258,8 @@ fn lock_events(command: &Command, events: &[Event]) -> Vec<LockEvent> {
                     token: g.token,
                     mode: g.mode,
                     metadata: g.metadata.clone(),
+                    count: g.terms.count,
+                    lock_delay_ms: 0,
                 })
             }
             Event::Released {
@@ -258,6 +270,7 @@ fn lock_events(command: &Command, events: &[Event]) -> Vec<LockEvent> {
                 kind: match command {
                     Command::ExpireSessions { .. } => LockEventKind::Expired,
                     Command::ForceRelease { .. } => LockEventKind::ForceReleased,
+                    Command::EndHold { .. } => LockEventKind::HoldExpired,
                     _ => LockEventKind::Released,
                 },
                 name: name.clone(),
@@ -265,6 +278,28 @@ fn lock_events(command: &Command, events: &[Event]) -> Vec<LockEvent> {
                 token: *token,
                 mode: Mode::Exclusive,
                 metadata: Vec::new(),
+                count: 0,
+                lock_delay_ms: 0,
+            }),
+            Event::LockDelayed { name, delay_ms } => Some(LockEvent {
+                kind: LockEventKind::LockDelayStarted,
+                name: name.clone(),
+                session: 0,
+                token: 0,
+                mode: Mode::Exclusive,
+                metadata: Vec::new(),
+                count: 0,
+                lock_delay_ms: *delay_ms,
+            }),
+            Event::LockDelayEnded { name } => Some(LockEvent {
+                kind: LockEventKind::LockDelayEnded,
+                name: name.clone(),
+                session: 0,
+                token: 0,
+                mode: Mode::Exclusive,
+                metadata: Vec::new(),
+                count: 0,
+                lock_delay_ms: 0,
             }),
             _ => None,
         })
@@ -367,6 +402,7 @@ mod tests {
             token,
             granted_at_ms: 0,
             metadata: vec![],
+            terms: Default::default(),
         }
     }
 

@@ -29,6 +29,8 @@ pub struct LockSummary {
     pub holders: Vec<Grant>,
     /// Queue length.
     pub waiters: usize,
+    /// The lock-delay in force, in ms.
+    pub lock_delay_ms: Option<u64>,
 }
 
 /// Whether a token is current.
@@ -79,6 +81,7 @@ impl LeaseMachine {
                 name: name.clone(),
                 holders: l.holders.clone(),
                 waiters: l.waiters.len(),
+                lock_delay_ms: self.delayed.get(name).copied(),
             })
             .collect()
     }

@@ -8,6 +8,7 @@ mod examples;
 mod holders;
 mod http;
 mod pipeline;
+mod protections;
 mod python_client;
 mod reasons;
 mod reasons_more;
