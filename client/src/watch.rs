@@ -28,6 +28,12 @@ pub enum LockEventKind {
     Expired,
     /// Taken away by an administrator.
     ForceReleased,
+    /// Released by the leader because the hold's cap ran out.
+    HoldExpired,
+    /// A lock-delay started: nobody is granted the lock until it ends.
+    LockDelayStarted,
+    /// A lock-delay ended; the waiters it held back are granted next.
+    LockDelayEnded,
 }
 
 /// One change of one lock's holders.
@@ -50,6 +56,10 @@ pub struct LockEvent {
     /// The holder's metadata (grants and handoffs), as in [`crate::Grant`].
     #[serde(serialize_with = "crate::types::bytes_as_text")]
     pub metadata: Vec<u8>,
+    /// Permits taken (grants and handoffs).
+    pub count: u32,
+    /// How long a lock-delay lasts, ms ([`LockEventKind::LockDelayStarted`]).
+    pub lock_delay_ms: u64,
 }
 
 /// The events one applied command caused under the watched prefix.
@@ -81,6 +91,9 @@ impl From<pb::WatchResponse> for WatchBatch {
                         Ok(pb::LockEventKind::Released) => LockEventKind::Released,
                         Ok(pb::LockEventKind::Expired) => LockEventKind::Expired,
                         Ok(pb::LockEventKind::ForceReleased) => LockEventKind::ForceReleased,
+                        Ok(pb::LockEventKind::HoldExpired) => LockEventKind::HoldExpired,
+                        Ok(pb::LockEventKind::LockDelayStarted) => LockEventKind::LockDelayStarted,
+                        Ok(pb::LockEventKind::LockDelayEnded) => LockEventKind::LockDelayEnded,
                         _ => LockEventKind::Granted,
                     },
                     name: e.name,
@@ -88,6 +101,8 @@ impl From<pb::WatchResponse> for WatchBatch {
                     token: e.token,
                     mode: crate::types::mode_from_pb(e.mode),
                     metadata: e.metadata,
+                    count: e.count.max(1),
+                    lock_delay_ms: e.lock_delay_ms,
                 })
                 .collect(),
         }

@@ -40,6 +40,18 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
                 LockEventKind::Released => "released",
                 LockEventKind::Expired => "expired",
                 LockEventKind::ForceReleased => "force-released",
+                LockEventKind::HoldExpired => "hold-expired",
+                LockEventKind::LockDelayStarted => {
+                    println!(
+                        "{} lock-delay {} for {}ms: nobody is granted it until it ends",
+                        batch.index, e.name, e.lock_delay_ms
+                    );
+                    continue;
+                }
+                LockEventKind::LockDelayEnded => {
+                    println!("{} lock-delay-ended {}", batch.index, e.name);
+                    continue;
+                }
             };
             let metadata = match std::str::from_utf8(&e.metadata) {
                 Ok("") => String::new(),

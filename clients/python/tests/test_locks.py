@@ -199,3 +199,119 @@ async def test_the_cron_singleton_runs_on_one_instance_only(cluster: Cluster) ->
         assert sorted((r1.ran, r2.ran)) == [False, True]
         assert [r.value for r in (r1, r2) if r.ran] == ran
         assert len(ran) == 1
+
+
+async def _queued(client: raftlock.Client, name: str, n: int) -> raftlock.Description:
+    for _ in range(250):
+        d = await client.describe(name)
+        if len(d.waiters) == n:
+            return d
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{n} waiter(s) never queued for {name!r}")
+
+
+async def test_a_semaphore_hold_takes_several_permits_and_a_resize_lets_waiters_in(
+    cluster: Cluster,
+) -> None:
+    async with raftlock.Client(cluster.endpoints) as client:
+        a = await client.session(ttl=10)
+        b = await client.session(ttl=10)
+        ga = await a.lock("sem/pool", permits=5, count=3, timeout=5)
+        assert ga.grant.shared and ga.grant.count == 3
+        waiting = asyncio.create_task(b.lock("sem/pool", permits=5, count=3, timeout=20)._acquire_or_raise())
+        d = await _queued(client, "sem/pool", 1)
+        assert (d.permits, d.resized) == (5, False)
+        assert [(w.session_id, w.count, w.shared) for w in d.waiters] == [(b.id, 3, True)]
+        await asyncio.sleep(0.3)
+        assert not waiting.done(), "3 + 3 permits do not fit in 5"
+        await ga.release()
+        gb = await asyncio.wait_for(waiting, 10)
+        assert gb.grant.count == 3 and gb.token > ga.token
+
+        # b holds 3 of 5; a asks for 3 again and queues.
+        waiting = asyncio.create_task(a.lock("sem/pool", permits=5, count=3, timeout=20)._acquire_or_raise())
+        await _queued(client, "sem/pool", 1)
+        with pytest.raises(raftlock.PermitsMismatch):
+            await client.resize("sem/pool", 2)  # below what the waiter asks for
+        granted = await client.resize("sem/pool", 6)
+        assert [(g.session_id, g.count) for g in granted] == [(a.id, 3)]
+        ga2 = await asyncio.wait_for(waiting, 5)
+        assert ga2.token == granted[0].token
+        d = await client.describe("sem/pool")
+        assert (d.permits, d.resized) == (6, True)
+        assert sorted(h.count for h in d.holders) == [3, 3] and not d.waiters
+        await ga2.release()
+        await gb.release()
+        assert await client.resize("sem/pool", 0) == []
+
+
+async def test_a_hold_cap_is_lost_here_before_the_leader_releases_it(cluster: Cluster) -> None:
+    async with raftlock.Client(cluster.endpoints) as client:
+        s = await client.session(ttl=10)
+        sent = time.monotonic()
+        g = await s.lock("cap/a", max_hold=1.5, timeout=5)
+        assert g.grant.max_hold_ms == 1500
+        assert g.valid and g.hold_until is not None
+        assert g.hold_until <= sent + 1.5 - raftlock.safety_margin(1.5) + 0.01
+        assert g.valid_until == g.hold_until, "the cap ends the hold before the session's deadline"
+        reason = await asyncio.wait_for(g.lost(), 5)
+        lost_at = time.monotonic()
+        assert isinstance(reason, raftlock.HoldExpired), reason
+        assert not g.valid and s.valid, "the hold is lost, the session lives on"
+        with pytest.raises(raftlock.HoldExpired):
+            g.check()
+        # The library gave up first: the leader still has it as held.
+        assert [h.token for h in (await client.describe("cap/a")).holders] == [g.token], (
+            f"the leader released the lock before the guard said it was lost ({lost_at - sent:.3f} s)"
+        )
+        await asyncio.sleep(max(0.0, sent + 2.0 - time.monotonic()))
+        for _ in range(50):
+            if not (await client.describe("cap/a")).holders:
+                break
+            await asyncio.sleep(0.02)
+        assert (await client.describe("cap/a")).holders == [], "the leader must release the hold at its cap"
+        assert not await client.validate("cap/a", g.token)
+        await g.release()  # nothing to do: the leader released it
+        g2 = await s.try_lock("cap/a")
+        assert g2 is not None and g2.token > g.token and g2.hold_until is None
+        await g2.release()
+
+
+async def test_a_lock_delay_follows_a_hold_whose_session_expired(cluster: Cluster) -> None:
+    async with raftlock.Client(cluster.endpoints) as client:
+        other = await client.session(ttl=10)
+        s = await client.session(ttl=1)
+        # A release is clean: no lock-delay.
+        g = await s.lock("delay/a", lock_delay=3.0, timeout=5)
+        assert g.grant.lock_delay_ms == 3000
+        await g.release()
+        quick = await other.try_lock("delay/a")
+        assert quick is not None, "a released lock must not be delayed"
+        await quick.release()
+
+        # A dead holder: its client stops renewing and leaves the session
+        # to expire (Client.close does not close sessions).
+        dying = raftlock.Client(cluster.endpoints)
+        ds = await dying.session(ttl=1)
+        g = await ds.lock("delay/a", lock_delay=3.0, timeout=5)
+        await dying.close()
+        for _ in range(250):
+            d = await client.describe("delay/a")
+            if not d.holders:
+                break
+            await asyncio.sleep(0.02)
+        gone_at = time.monotonic()
+        assert not d.holders, "the dead holder's session must expire"
+        assert not g.valid
+        assert d.lock_delay_ms == 3000, f"the lock must be in lock-delay: {d}"
+        assert await other.try_lock("delay/a") is None, "a try-lock during the lock-delay must be refused"
+        got = None
+        while got is None and time.monotonic() < gone_at + 6:
+            await asyncio.sleep(0.1)
+            got = await other.try_lock("delay/a")
+        assert got is not None, "the lock must be free once the lock-delay ends"
+        waited = time.monotonic() - gone_at
+        assert 2.5 <= waited, f"granted {waited:.2f} s after the holder's expiry, within the 3 s delay"
+        assert got.token > g.token
+        assert (await client.describe("delay/a")).lock_delay_ms == 0
+        await got.release()

@@ -31,6 +31,8 @@ export interface WaiterInfo {
   readonly enqueuedAtMs: number;
   /** How long it is prepared to wait from then, ms. */
   readonly timeoutMs: number;
+  /** Permits it asks for (1 unless a semaphore acquisition asked for more). */
+  readonly count: number;
 }
 
 /**
@@ -47,6 +49,10 @@ export interface LockInfo {
   readonly name: string;
   /** Shared capacity; 0 when not fixed. */
   readonly permits: number;
+  /** `permits` was set by {@link Client.resize} and holds whatever acquisitions state. */
+  readonly resized: boolean;
+  /** Non-zero while the lock is in lock-delay (its length, ms): nobody is granted it until the delay ends. */
+  readonly lockDelayMs: number;
   /** Holders, in grant order. */
   readonly holders: Grant[];
   /** Waiters, in FIFO order. */
@@ -70,6 +76,8 @@ export interface LockSummary {
   readonly holders: Grant[];
   /** Number of waiters. */
   readonly waiters: number;
+  /** Non-zero while the lock is in lock-delay (its length, ms). */
+  readonly lockDelayMs: number;
 }
 
 /**
@@ -345,14 +353,24 @@ export class Client {
    */
   async describe(name: string): Promise<LockInfo> {
     this.checkOpen();
-    type WaiterJson = { sessionId?: string; mode?: string; requestId?: string; enqueuedAtMs?: string; timeoutMs?: string };
-    const r = await this.cluster.call<{ name?: string; permits?: number; holders?: GrantJson[]; waiters?: WaiterJson[]; appliedIndex?: string }>(
+    type WaiterJson = { sessionId?: string; mode?: string; requestId?: string; enqueuedAtMs?: string; timeoutMs?: string; count?: number };
+    const r = await this.cluster.call<{
+      name?: string;
+      permits?: number;
+      holders?: GrantJson[];
+      waiters?: WaiterJson[];
+      appliedIndex?: string;
+      lockDelayMs?: string;
+      resized?: boolean;
+    }>(
       "/v1/lock/describe",
       () => ({ body: { name } }),
     );
     return {
       name: r.name ?? name,
       permits: num(r.permits),
+      resized: r.resized === true,
+      lockDelayMs: num(r.lockDelayMs),
       holders: (r.holders ?? []).map(grantFrom),
       waiters: (r.waiters ?? []).map((w) => ({
         sessionId: u64(w.sessionId),
@@ -360,6 +378,7 @@ export class Client {
         requestId: unb64(w.requestId),
         enqueuedAtMs: num(w.enqueuedAtMs),
         timeoutMs: num(w.timeoutMs),
+        count: Math.max(num(w.count), 1),
       })),
       appliedIndex: u64(r.appliedIndex),
     };
@@ -381,11 +400,13 @@ export class Client {
     let pageToken = "";
     for (;;) {
       const token = pageToken;
-      const r = await this.cluster.call<{ locks?: { name?: string; holders?: GrantJson[]; waiters?: number }[]; nextPageToken?: string }>(
+      const r = await this.cluster.call<{ locks?: { name?: string; holders?: GrantJson[]; waiters?: number; lockDelayMs?: string }[]; nextPageToken?: string }>(
         "/v1/lock/list",
         () => ({ body: { prefix, pageToken: token, limit: 1000 } }),
       );
-      for (const l of r.locks ?? []) out.push({ name: l.name ?? "", holders: (l.holders ?? []).map(grantFrom), waiters: num(l.waiters) });
+      for (const l of r.locks ?? []) {
+        out.push({ name: l.name ?? "", holders: (l.holders ?? []).map(grantFrom), waiters: num(l.waiters), lockDelayMs: num(l.lockDelayMs) });
+      }
       if (!r.nextPageToken) return out;
       pageToken = r.nextPageToken;
     }
@@ -429,6 +450,31 @@ export class Client {
       { idempotent: false },
     );
     return { released: (r.released ?? []).map(grantFrom), granted: (r.granted ?? []).map(grantFrom) };
+  }
+
+  /**
+   * Sets the size of semaphore `name` to `permits`, held or not: from then
+   * on it has that many permits whatever size acquisitions state, until
+   * resized again (0 forgets the size). Growing grants waiters at once
+   * (resolves with their grants, in FIFO order); shrinking takes nothing
+   * from holders, it grants nobody until they fit. A size below what a
+   * queued acquisition asks for is refused (`PermitsMismatch`).
+   * Needs the `lock` right on the name. A retry after a lost answer sets
+   * the same size again (its answer may then name fewer waiters).
+   *
+   * @example
+   * ```ts
+   * const letIn = await client.resize("crawler-slots", 16);
+   * console.log(`${letIn.length} waiter(s) let in`);
+   * ```
+   */
+  async resize(name: string, permits: number): Promise<Grant[]> {
+    this.checkOpen();
+    if (!Number.isInteger(permits) || permits < 0 || permits > 0xffffffff) {
+      throw new InvalidArgument(`permits must be a whole number, got ${permits}`, { code: "INVALID_ARGUMENT", reason: "INVALID_ARGUMENT" });
+    }
+    const r = await this.cluster.call<{ granted?: GrantJson[] }>("/v1/lock/resize", () => ({ body: { name, permits } }));
+    return (r.granted ?? []).map(grantFrom);
   }
 
   /**

@@ -43,6 +43,17 @@ export interface Grant {
   readonly metadata: Uint8Array;
   /** `metadata` decoded as UTF-8. */
   readonly metadataText: string;
+  /** Permits of a semaphore this hold takes (1 for an exclusive hold). */
+  readonly count: number;
+  /**
+   * The hold cap, ms (0: none): the leader releases the hold this long
+   * after granting it, even though the session lives. The server's word,
+   * which may be a default it set for the name's prefix.
+   */
+  readonly maxHoldMs: number;
+  /** The lock-delay this hold set, ms (0: none): if it ends without a
+   * release, nobody is granted the lock for this long. */
+  readonly lockDelayMs: number;
 }
 
 /** A grant as JSON. */
@@ -54,6 +65,9 @@ export interface GrantJson {
   requestId?: string;
   grantedAtMs?: string;
   metadata?: string;
+  count?: number;
+  maxHoldMs?: string;
+  lockDelayMs?: string;
 }
 
 /** A 64-bit integer from its JSON form (a string, or a number from a lenient
@@ -115,6 +129,10 @@ export function grantFrom(g: GrantJson): Grant {
     grantedAtMs: num(g.grantedAtMs),
     metadata,
     metadataText: text(metadata),
+    // Absent from a node older than counted permits: one.
+    count: Math.max(num(g.count), 1),
+    maxHoldMs: num(g.maxHoldMs),
+    lockDelayMs: num(g.lockDelayMs),
   };
 }
 

@@ -234,6 +234,20 @@ export class SessionLost extends RaftlockError {}
 export class SessionGone extends SessionLost {}
 
 /**
+ * The lock's hold cap ran out (by the local clock, a safety margin before
+ * the leader releases it): the lock can no longer be claimed, though its
+ * session may live on. A {@link SessionLost}, so that code stopping on a
+ * lost session stops on this too.
+ *
+ * @example
+ * ```ts
+ * const reason = await guard.lost;
+ * if (reason instanceof HoldExpired) console.log("held for as long as allowed");
+ * ```
+ */
+export class HoldExpired extends SessionLost {}
+
+/**
  * A wait for a lock or a leadership ended without it.
  *
  * @example

@@ -32,6 +32,7 @@ export {
   AlreadyHeld,
   AlreadyWaiting,
   ClientClosed,
+  HoldExpired,
   InternalError,
   InvalidArgument,
   InvalidName,

@@ -6,7 +6,8 @@
 
 import type { Session } from "./session";
 import { Grant, GrantJson, b64, bytesOf, grantFrom, newRequestId } from "./codec";
-import { InvalidArgument, NotHolder, RaftlockError, SessionGone, WaitTimedOut } from "./errors";
+import { HoldExpired, InvalidArgument, NotHolder, RaftlockError, SessionGone, WaitTimedOut } from "./errors";
+import { safetyMargin } from "./lease";
 import { now } from "./time";
 
 /**
@@ -26,6 +27,7 @@ export const MAX_WAIT_MS = 3_600_000;
  * @example
  * ```ts
  * const opts: LockOptions = { timeoutMs: 5_000, permits: 4, metadata: "worker-3" };
+ * const batch: LockOptions = { permits: 8, count: 3, maxHoldMs: 60_000 };
  * ```
  */
 export interface LockOptions {
@@ -35,6 +37,25 @@ export interface LockOptions {
   shared?: boolean;
   /** A counting semaphore of this many places (implies `shared`). */
   permits?: number;
+  /** Permits of the semaphore to take at once (implies `shared`; default 1): granted only when this many are free, in FIFO order. */
+  count?: number;
+  /**
+   * Hold cap, ms (1 000 to 604 800 000): the leader releases the lock this
+   * long after granting it, even though the session lives. The guard counts
+   * the lock lost a safety margin before then, counted from when the
+   * acquire was first sent (time spent queued counts too). Without it the
+   * server may apply its default for the name's prefix; the guard knows
+   * either way.
+   */
+  maxHoldMs?: number;
+  /**
+   * Lock-delay, ms (exclusive locks, at most 60 000): if the hold ends
+   * without a release (the session expires, it is force-released, its cap
+   * runs out), nobody is granted the lock for this long, so that a holder
+   * that missed its loss has time to stop. A release (or closing the
+   * session) sets none.
+   */
+  lockDelayMs?: number;
   /** Stored with the grant, shown by `describe` (at most 4 KiB; strings are UTF-8). */
   metadata?: string | Uint8Array;
 }
@@ -63,14 +84,45 @@ interface AcquireJson {
  */
 export class LockGuard {
   private released = false;
+  /** When the hold cap makes the lock lost (`performance.now()` clock). */
+  private readonly capUntil: number | undefined;
+  private capTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly lostPromise: Promise<RaftlockError>;
 
-  /** @internal Created by {@link Session.lock}. */
+  /**
+   * @internal Created by {@link Session.lock}. `sentAt` is when the
+   * acquire was first sent (`performance.now()` clock): a hold cap counts
+   * from it, since the leader counts from its grant, which is later.
+   * Without it a cap counts from now.
+   */
   constructor(
     /** The session holding the lock. */
     readonly session: Session,
     /** The grant as the cluster recorded it. */
     readonly grant: Grant,
-  ) {}
+    sentAt?: number,
+  ) {
+    const cap = grant.maxHoldMs;
+    if (!(cap > 0)) {
+      this.lostPromise = session.lost;
+      return;
+    }
+    // The same margin as a session's TTL: the leader's clock may run
+    // slightly faster than this one, and timers fire late.
+    const until = (sentAt ?? now()) + cap - safetyMargin(cap);
+    this.capUntil = until;
+    const capped = new Promise<RaftlockError>((resolve) => {
+      const fire = (): void => {
+        this.capTimer = undefined;
+        if (this.released) return;
+        if (now() >= until) resolve(new HoldExpired(`lock ${JSON.stringify(grant.name)} lost: its hold cap of ${cap} ms ran out`, { code: "FAILED_PRECONDITION" }));
+        else this.capTimer = setTimeout(fire, Math.max(1, until - now()));
+      };
+      this.capTimer = setTimeout(fire, Math.max(0, until - now()));
+    });
+    this.lostPromise = Promise.race([session.lost, capped]);
+    void session.lost.then(() => this.stopCapTimer());
+  }
 
   /**
    * The fencing token: strictly increasing per lock, in grant order.
@@ -97,8 +149,9 @@ export class LockGuard {
   }
 
   /**
-   * Whether this client can still claim the lock: not released, and the
-   * session within its local validity deadline.
+   * Whether this client can still claim the lock: not released, the
+   * session within its local validity deadline, and the hold cap (if any)
+   * not run out by the same rule.
    *
    * @example
    * ```ts
@@ -106,12 +159,13 @@ export class LockGuard {
    * ```
    */
   get valid(): boolean {
-    return !this.released && this.session.valid;
+    return !this.released && this.session.valid && !this.capExpired;
   }
 
   /**
    * Until when (on the `performance.now()` clock) the lock can be claimed
-   * if no further keep-alive is acknowledged.
+   * if no further keep-alive is acknowledged: the session's deadline, or
+   * the hold cap's if that comes first.
    *
    * @example
    * ```ts
@@ -119,13 +173,28 @@ export class LockGuard {
    * ```
    */
   get validUntil(): number {
-    return this.session.validUntil;
+    const s = this.session.validUntil;
+    return this.capUntil === undefined ? s : Math.min(s, this.capUntil);
+  }
+
+  /**
+   * When the hold cap makes the lock lost (`performance.now()` clock, a
+   * safety margin before the leader releases it), or `undefined` when the
+   * grant has no cap.
+   *
+   * @example
+   * ```ts
+   * if (guard.holdUntil !== undefined) console.log(`${guard.holdUntil - performance.now()} ms left`);
+   * ```
+   */
+  get holdUntil(): number | undefined {
+    return this.capUntil;
   }
 
   /**
    * Resolves (never rejects) with the reason when the lock can no longer
-   * be claimed because its session was lost or ended. Releasing the guard
-   * does not resolve it.
+   * be claimed: its session was lost or ended, or its hold cap ran out
+   * ({@link HoldExpired}). Releasing the guard does not resolve it.
    *
    * @example
    * ```ts
@@ -133,7 +202,16 @@ export class LockGuard {
    * ```
    */
   get lost(): Promise<RaftlockError> {
-    return this.session.lost;
+    return this.lostPromise;
+  }
+
+  private get capExpired(): boolean {
+    return this.capUntil !== undefined && now() >= this.capUntil;
+  }
+
+  private stopCapTimer(): void {
+    if (this.capTimer !== undefined) clearTimeout(this.capTimer);
+    this.capTimer = undefined;
   }
 
   /**
@@ -150,6 +228,7 @@ export class LockGuard {
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
+    this.stopCapTimer();
     const s = this.session;
     // A lost session is not renewed any more: the leader expires it within
     // the safety margin, and its locks with it.
@@ -162,8 +241,9 @@ export class LockGuard {
       });
     } catch (e) {
       // A retry that finds the lock free: an earlier attempt released it
-      // and only its answer was lost.
-      if (retried && e instanceof NotHolder) return;
+      // and only its answer was lost. Once the hold cap has run out, the
+      // leader released it.
+      if ((retried || this.capExpired) && e instanceof NotHolder) return;
       if (e instanceof SessionGone) {
         s.markGone(e);
         return;
@@ -174,8 +254,15 @@ export class LockGuard {
 }
 
 function checkOptions(o: LockOptions): void {
-  if (o.permits !== undefined && (!Number.isInteger(o.permits) || o.permits < 0 || o.permits > 0xffffffff)) {
-    throw new InvalidArgument(`permits must be a whole number, got ${o.permits}`, { code: "INVALID_ARGUMENT", reason: "INVALID_ARGUMENT" });
+  for (const [what, v] of [["permits", o.permits], ["count", o.count]] as const) {
+    if (v !== undefined && (!Number.isInteger(v) || v < 0 || v > 0xffffffff)) {
+      throw new InvalidArgument(`${what} must be a whole number, got ${v}`, { code: "INVALID_ARGUMENT", reason: "INVALID_ARGUMENT" });
+    }
+  }
+  for (const [what, v] of [["maxHoldMs", o.maxHoldMs], ["lockDelayMs", o.lockDelayMs]] as const) {
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) {
+      throw new InvalidArgument(`${what} must be a whole number of ms, got ${v}`, { code: "INVALID_ARGUMENT", reason: "INVALID_ARGUMENT" });
+    }
   }
   if (o.timeoutMs !== undefined && !(o.timeoutMs >= 0)) {
     throw new InvalidArgument(`timeoutMs must be at least 0, got ${o.timeoutMs}`, { code: "INVALID_ARGUMENT", reason: "INVALID_ARGUMENT" });
@@ -211,7 +298,8 @@ async function acquireOnce(session: Session, name: string, o: LockOptions, waitM
   const requestId = b64(newRequestId());
   const metadata = bytesOf(o.metadata);
   const permits = o.permits ?? 0;
-  const shared = o.shared === true || permits > 0;
+  const count = o.count ?? 0;
+  const shared = o.shared === true || permits > 0 || count > 0;
   const ticket = s.ticket();
   const started = now();
   const attemptTimeout = s.cluster.options.attemptTimeoutMs;
@@ -230,13 +318,17 @@ async function acquireOnce(session: Session, name: string, o: LockOptions, waitM
           ackedBelow: String(ticket.ackedBelow()),
         };
         if (permits > 0) body.permits = permits;
+        if (count > 0) body.count = count;
+        if (o.maxHoldMs) body.maxHoldMs = String(o.maxHoldMs);
+        if (o.lockDelayMs) body.lockDelayMs = String(o.lockDelayMs);
         if (left !== null) body.waitTimeoutMs = String(left);
         if (metadata.length > 0) body.metadata = b64(metadata);
         return { body, timeoutMs: attemptTimeout + (left ?? 0) };
       },
       { deadlineMs: s.cluster.options.deadlineMs + (waitMs ?? 0) },
     );
-    if (r.acquired && r.grant) return new LockGuard(s, grantFrom(r.grant));
+    // `started` precedes the first attempt: a hold cap counts from it.
+    if (r.acquired && r.grant) return new LockGuard(s, grantFrom(r.grant), started);
     if (waitMs === null) return null;
     throw new WaitTimedOut(`timed out waiting for lock ${JSON.stringify(name)}`, { code: "DEADLINE_EXCEEDED", reason: "WAIT_TIMED_OUT" });
   } catch (e) {

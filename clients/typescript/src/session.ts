@@ -147,12 +147,16 @@ export class Session {
    * server's longest single wait; `Infinity` waits in turns until the session
    * ends). Throws {@link WaitTimedOut} if the wait ends without the lock.
    * `shared` takes a read lock; `permits: n` a place in a counting
-   * semaphore of `n`; `metadata` is shown to `describe`.
+   * semaphore of `n` (`count: k`: k places at once); `metadata` is shown
+   * to `describe`. `maxHoldMs` caps the hold (the guard counts it lost
+   * before the leader releases it); `lockDelayMs` keeps the lock from
+   * everyone for that long if the hold ends without a release.
    *
    * @example
    * ```ts
    * const guard = await session.lock("jobs/nightly", { timeoutMs: 30_000, metadata: "host-7" });
    * console.log("token", guard.token);
+   * const capped = await session.lock("reports/rebuild", { maxHoldMs: 600_000, lockDelayMs: 10_000 });
    * ```
    */
   lock(name: string, options: LockOptions = {}): Promise<LockGuard> {
@@ -160,9 +164,9 @@ export class Session {
   }
 
   /**
-   * Takes lock `name` only if it is free now (and nobody queues for it):
-   * the guard, or `null` when it is busy. A busy lock is an ordinary
-   * outcome here, not an error.
+   * Takes lock `name` only if it is free now (and nobody queues for it,
+   * and it is not in lock-delay): the guard, or `null` when it is busy. A
+   * busy lock is an ordinary outcome here, not an error.
    *
    * @example
    * ```ts

@@ -1,6 +1,7 @@
 /**
  * Locks on one real cluster: exclusion across processes, FIFO order,
- * strictly increasing tokens, shared locks and semaphores, withLock,
+ * strictly increasing tokens, shared locks and semaphores (several permits
+ * per hold, resizes), hold caps, lock-delay after a dead holder, withLock,
  * exactly-once under a lost answer, and every refusal a client can cause
  * arriving as its typed error.
  */
@@ -15,6 +16,7 @@ import * as path from "node:path";
 import {
   AlreadyHeld,
   Client,
+  HoldExpired,
   Interceptor,
   InvalidName,
   LockGuard,
@@ -25,6 +27,7 @@ import {
   TtlOutOfRange,
   Unavailable,
   WaitTimedOut,
+  safetyMargin,
   withLock,
 } from "../src";
 import { TestCluster, eventually, exited, sleep, track, within } from "./cluster";
@@ -205,6 +208,122 @@ describe("locks on a real cluster", () => {
     assert.equal(g.valid, false);
     await assert.rejects(s.lock("gone/b"), (e: unknown) => e instanceof SessionGone);
     await g.release(); // nothing to do: the session's end released it
+  });
+
+  test("a semaphore hold takes several permits, and a resize lets a waiter in at once", { timeout: 60_000 }, async () => {
+    const a = await client.session();
+    const b = await client.session();
+    const queued = (n: number) => eventually(`${n} waiter(s) queued`, async () => (await client.describe("sem/pool")).waiters.length === n);
+    const ga = await a.lock("sem/pool", { permits: 5, count: 3, timeoutMs: 5_000 });
+    assert.equal(ga.grant.mode, "shared");
+    assert.equal(ga.grant.count, 3);
+    let bGranted = false;
+    const waiting = b.lock("sem/pool", { permits: 5, count: 3, timeoutMs: 20_000 }).then((g) => {
+      bGranted = true;
+      return g;
+    });
+    await queued(1);
+    const info = await client.describe("sem/pool");
+    assert.equal(info.permits, 5);
+    assert.equal(info.resized, false);
+    assert.deepEqual(info.waiters.map((w) => [w.sessionId, w.count, w.mode]), [[b.id, 3, "shared"]]);
+    await sleep(300);
+    assert.equal(bGranted, false, "3 + 3 permits do not fit in 5");
+    await ga.release();
+    const gb = await within(waiting, 10_000, "the waiter granted once the first holder released");
+    assert.equal(gb.grant.count, 3);
+    assert.ok(gb.token > ga.token);
+
+    // b holds 3 of 5; a asks for 3 again and queues.
+    const again = a.lock("sem/pool", { permits: 5, count: 3, timeoutMs: 20_000 });
+    await queued(1);
+    await assert.rejects(client.resize("sem/pool", 2), (e: unknown) => e instanceof PermitsMismatch && e.reason === "PERMITS_MISMATCH");
+    const granted = await client.resize("sem/pool", 6);
+    assert.deepEqual(granted.map((g) => [g.sessionId, g.count]), [[a.id, 3]]);
+    const ga2 = await within(again, 5_000, "the waiter granted by the resize");
+    assert.equal(ga2.token, granted[0]!.token);
+    const resized = await client.describe("sem/pool");
+    assert.equal(resized.permits, 6);
+    assert.equal(resized.resized, true);
+    assert.deepEqual(resized.holders.map((h) => h.count), [3, 3]);
+    assert.deepEqual(resized.waiters, []);
+    await Promise.all([ga2.release(), gb.release()]);
+    assert.deepEqual(await client.resize("sem/pool", 0), []);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  test("a hold cap: the guard says the lock is lost before the leader releases it", { timeout: 30_000 }, async () => {
+    const s = await client.session();
+    const sent = performance.now();
+    const g = await s.lock("cap/a", { maxHoldMs: 1_500, timeoutMs: 5_000 });
+    assert.equal(g.grant.maxHoldMs, 1_500);
+    assert.ok(g.valid && g.holdUntil !== undefined);
+    assert.ok(g.holdUntil <= sent + 1_500 - safetyMargin(1_500) + 10, "the cap counts from the acquire's send, less the margin");
+    assert.equal(g.validUntil, g.holdUntil, "the cap ends the hold before the session's deadline");
+    const reason = await within(g.lost, 5_000, "the hold cap's loss");
+    const lostAt = performance.now();
+    assert.ok(reason instanceof HoldExpired, `lost must resolve with HoldExpired, got ${String(reason)}`);
+    assert.equal(g.valid, false);
+    assert.equal(s.valid, true, "the hold is lost, the session lives on");
+    // The library gave up first: the leader still has it as held.
+    const held = await client.describe("cap/a");
+    assert.deepEqual(held.holders.map((h) => h.token), [g.token], `the leader released the lock before the guard said it was lost (${lostAt - sent} ms)`);
+    await sleep(Math.max(0, sent + 2_000 - performance.now()));
+    await eventually("the leader released the hold at its cap", async () => (await client.describe("cap/a")).holders.length === 0, 1_000);
+    assert.equal((await client.validate("cap/a", g.token)).valid, false);
+    await g.release(); // nothing to do: the leader released it
+    const g2 = await s.tryLock("cap/a");
+    assert.ok(g2 !== null && g2.token > g.token && g2.holdUntil === undefined);
+    await g2.release();
+    await s.close();
+  });
+
+  test("a lock-delay follows a hold whose holder died; a release sets none", { timeout: 60_000 }, async () => {
+    const other = await client.session();
+    const s = await client.session({ ttlMs: 1_000 });
+    const g = await s.lock("delay/a", { lockDelayMs: 3_000, timeoutMs: 5_000 });
+    assert.equal(g.grant.lockDelayMs, 3_000);
+    await g.release();
+    const quick = await other.tryLock("delay/a");
+    assert.ok(quick !== null, "a released lock must not be delayed");
+    await quick.release();
+    await s.close();
+
+    // A holder that dies (SIGKILL) while holding with a lock-delay.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "raftlock-ts-delay-"));
+    const out = path.join(dir, "holder");
+    const read = (): string[][] => (fs.existsSync(out) ? fs.readFileSync(out, "utf8").trim().split("\n").map((l) => l.split(" ")) : []);
+    const p = track(spawn(process.execPath, [HOLDER, cluster.endpoints.join(","), "delay/a", "1000", "hold:3000", out], { stdio: "inherit" }));
+    try {
+      await eventually("the holder holds", () => read().some((l) => l[0] === "held"), 20_000);
+      const token = BigInt(read().find((l) => l[0] === "held")![1]!);
+      p.kill("SIGKILL");
+      await exited(p);
+      let info = await client.describe("delay/a");
+      const stop = Date.now() + 10_000;
+      while (info.holders.length > 0 && Date.now() < stop) {
+        await sleep(20);
+        info = await client.describe("delay/a");
+      }
+      const goneAt = Date.now();
+      assert.deepEqual(info.holders, [], "the dead holder's session must expire");
+      assert.equal(info.lockDelayMs, 3_000, "the lock must be in lock-delay");
+      assert.equal(await other.tryLock("delay/a"), null, "a try-lock during the lock-delay must be refused");
+      let got: LockGuard | null = null;
+      while (got === null && Date.now() < goneAt + 6_000) {
+        await sleep(100);
+        got = await other.tryLock("delay/a");
+      }
+      assert.ok(got !== null, "the lock must be free once the lock-delay ends");
+      const waited = Date.now() - goneAt;
+      assert.ok(waited >= 2_500, `granted ${waited} ms after the holder's expiry, within the 3 s delay`);
+      assert.ok(got.token > token);
+      assert.equal((await client.describe("delay/a")).lockDelayMs, 0);
+      await got.release();
+    } finally {
+      p.kill("SIGKILL");
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("the examples run against the cluster", { timeout: 60_000 }, async () => {

@@ -3,7 +3,8 @@
 //! guard reports first, and semaphores whose holds take several permits
 //! and whose size changes while held.
 
-use raftlock_client::{Client, Error, Options};
+use futures::StreamExt;
+use raftlock_client::{Client, Error, LockEventKind, Options, WatchBatch};
 use raftlock_proto::v1::lock_client::LockClient;
 use raftlock_proto::v1::*;
 use raftlock_tests::{binary, raw, Cluster};
@@ -34,11 +35,29 @@ async fn hold_with_lock_delay(leader: &str, session: u64, name: &str, delay_ms: 
     r.grant.unwrap()
 }
 
+/// The kinds of the events a watch delivers until `last` comes.
+async fn kinds_until(
+    events: &mut (impl futures::Stream<Item = Result<WatchBatch, Error>> + Unpin),
+    last: LockEventKind,
+) -> Vec<LockEventKind> {
+    let mut kinds = Vec::new();
+    while !kinds.contains(&last) {
+        match tokio::time::timeout(Duration::from_secs(20), events.next()).await {
+            Ok(Some(Ok(b))) => kinds.extend(b.events.iter().map(|e| e.kind)),
+            other => panic!("waiting for {last:?} after {kinds:?}: {other:?}"),
+        }
+    }
+    kinds
+}
+
 #[tokio::test]
 async fn a_lock_delay_holds_the_lock_after_an_expiry_and_not_after_a_release() {
     let cluster = Cluster::start(3).await;
     let leader = leader_addr(&cluster).await;
     let client = cluster.client().await;
+    let mut events = client.watch("ld/a");
+    // Let the watch open before anything happens.
+    tokio::time::sleep(Duration::from_millis(300)).await;
 
     // A holder that dies: its session expires after 1 s without keep-alive.
     let dead = raw::silent_session(&leader, 1_000).await;
@@ -81,6 +100,12 @@ async fn a_lock_delay_holds_the_lock_after_an_expiry_and_not_after_a_release() {
     assert!(delayed < Duration::from_secs(8), "{delayed:?}");
     assert!(guard.token() > g.token);
     assert_eq!(client.describe("ld/a").await.unwrap().lock_delay_ms, 0);
+    use LockEventKind::*;
+    assert_eq!(
+        kinds_until(&mut events, Handoff).await,
+        [Granted, Expired, LockDelayStarted, LockDelayEnded, Handoff],
+        "watchers see the delay start and end"
+    );
     guard.release().await.unwrap();
 
     // A clean release by a holder that asked for a delay starts none.
@@ -121,6 +146,8 @@ async fn a_lock_delay_holds_the_lock_after_an_expiry_and_not_after_a_release() {
 async fn a_hold_cap_releases_on_time_and_the_guard_reports_the_loss_first() {
     let cluster = Cluster::start_with(3, &["--hold-cap", "capped/=1500:3000"]).await;
     let client = cluster.client().await;
+    let mut events = client.watch("cap/");
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let holder = client.session(Duration::from_secs(20)).await.unwrap();
     let started = Instant::now();
     let guard = holder
@@ -165,6 +192,11 @@ async fn a_hold_cap_releases_on_time_and_the_guard_reports_the_loss_first() {
     );
     // The session lives on; only the capped hold ended.
     assert!(holder.is_valid());
+    use LockEventKind::*;
+    assert_eq!(
+        kinds_until(&mut events, Handoff).await,
+        [Granted, HoldExpired, Handoff]
+    );
     next.release().await.unwrap();
     drop(guard);
 

@@ -23,13 +23,14 @@ import random
 import socket
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Generator, Awaitable, Callable, Optional, Sequence, TypeVar, Union
 
 import grpc
 
 from . import errors
 from .errors import (
+    HoldExpired,
     LockTimeout,
     RaftlockError,
     SessionGone,
@@ -76,7 +77,11 @@ class Tls:
 
 @dataclass(frozen=True)
 class Grant:
-    """A holder of a lock: its fencing token, session, metadata."""
+    """A holder of a lock: its fencing token, session, metadata, and the
+    terms it was granted under: ``count`` permits of a semaphore (1 for an
+    exclusive hold), the hold cap ``max_hold_ms`` (0: none; the server's,
+    which may be a default it filled in for the name's prefix) and the
+    ``lock_delay_ms`` that follows it if it ends without a release."""
 
     name: str
     token: int
@@ -84,6 +89,9 @@ class Grant:
     granted_at_ms: int
     metadata: bytes
     shared: bool
+    count: int = 1
+    max_hold_ms: int = 0
+    lock_delay_ms: int = 0
 
     @staticmethod
     def _from(g: pb.Grant) -> "Grant":
@@ -94,17 +102,40 @@ class Grant:
             granted_at_ms=g.granted_at_ms,
             metadata=bytes(g.metadata),
             shared=g.mode == pb.LOCK_MODE_SHARED,
+            # 0 from a node older than counted permits: one.
+            count=max(g.count, 1),
+            max_hold_ms=g.max_hold_ms,
+            lock_delay_ms=g.lock_delay_ms,
         )
 
 
 @dataclass(frozen=True)
+class Waiter:
+    """A queued acquisition: its session, mode and the permits it asks for;
+    when it was queued (Unix ms, the leader's clock) and for how long."""
+
+    session_id: int
+    shared: bool
+    count: int
+    enqueued_at_ms: int
+    timeout_ms: int
+
+
+@dataclass(frozen=True)
 class Description:
-    """Holders and waiters of a lock (a linearizable read)."""
+    """Holders and waiters of a lock (a linearizable read). ``permits`` is
+    the semaphore's size (0: not a semaphore), ``resized`` whether
+    :meth:`Client.resize` set it; ``lock_delay_ms`` is non-zero while the
+    lock is in lock-delay (its length: nobody is granted the lock until it
+    ends)."""
 
     name: str
     permits: int
     holders: list[Grant]
     waiting_sessions: list[int]
+    waiters: list[Waiter] = field(default_factory=list)
+    lock_delay_ms: int = 0
+    resized: bool = False
 
 
 def _endpoints(endpoints: Union[str, Sequence[str]]) -> list[str]:
@@ -332,7 +363,38 @@ class Client:
             permits=d.permits,
             holders=[Grant._from(g) for g in d.holders],
             waiting_sessions=[w.session_id for w in d.waiters],
+            waiters=[
+                Waiter(
+                    session_id=w.session_id,
+                    shared=w.mode == pb.LOCK_MODE_SHARED,
+                    count=max(w.count, 1),
+                    enqueued_at_ms=w.enqueued_at_ms,
+                    timeout_ms=w.timeout_ms,
+                )
+                for w in d.waiters
+            ],
+            lock_delay_ms=d.lock_delay_ms,
+            resized=d.resized,
         )
+
+    async def resize(self, name: str, permits: int) -> list[Grant]:
+        """Sets the size of semaphore ``name`` to ``permits``, held or not:
+        from then on it has that many permits whatever size acquisitions
+        state, until resized again (0 forgets the size). Growing grants
+        waiters at once (they are returned, in FIFO order); shrinking takes
+        nothing from holders, it grants nobody until they fit. A size below
+        what a queued acquisition asks for is refused
+        (:class:`~raftlock.errors.PermitsMismatch`). Needs the ``lock``
+        right on the name. A retry after a lost answer sets the same size
+        again (its answer may then name fewer waiters)."""
+
+        async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.ResizeResponse:
+            r: pb.ResizeResponse = await _stub(rpc.LockStub, ch).Resize(
+                pb.ResizeRequest(name=name, permits=permits), timeout=t, metadata=md
+            )
+            return r
+
+        return [Grant._from(g) for g in (await self._call(call)).granted]
 
     async def leader(self, election: str) -> Optional[Grant]:
         """The current leader of ``election`` (a linearizable read), or
@@ -510,19 +572,46 @@ class Session:
         shared: bool = False,
         permits: int = 0,
         metadata: bytes = b"",
+        count: int = 0,
+        max_hold: Optional[float] = None,
+        lock_delay: float = 0.0,
     ) -> "LockRequest":
         """A lock request: ``async with session.lock(name, timeout=5) as g``
         waits in the server's FIFO queue up to ``timeout`` seconds (raising
         :class:`LockTimeout`), or ``await session.lock(...)`` returns the
-        guard. ``permits=N`` makes a counting semaphore; ``shared`` a read
-        lock; ``metadata`` is shown to anyone who describes the lock."""
-        return LockRequest(self, name, timeout, shared, permits, metadata)
+        guard. ``permits=N`` makes a counting semaphore of N permits (shared);
+        ``count=K`` takes K of them at once (shared; granted only when K are
+        free, in FIFO order); ``shared`` a read lock; ``metadata`` is shown to
+        anyone who describes the lock.
+
+        ``max_hold`` caps the hold, in seconds (1 s to 7 days): the leader
+        releases the lock that long after granting it, even though the
+        session lives, and the guard counts it lost a safety margin before
+        then, counted from when the request was first sent (so time spent
+        waiting in the queue counts too). Without it the server may apply
+        its default for the name's prefix; the guard knows either way.
+        ``lock_delay`` (seconds, at most 60; exclusive locks): if the hold
+        ends without a release (the session expires, it is force-released,
+        its cap runs out), nobody is granted the lock for that long."""
+        return LockRequest(
+            self, name, timeout, shared, permits, metadata, count, max_hold, lock_delay
+        )
 
     async def try_lock(
-        self, name: str, *, shared: bool = False, permits: int = 0, metadata: bytes = b""
+        self,
+        name: str,
+        *,
+        shared: bool = False,
+        permits: int = 0,
+        metadata: bytes = b"",
+        count: int = 0,
+        max_hold: Optional[float] = None,
+        lock_delay: float = 0.0,
     ) -> Optional["Guard"]:
-        """Takes the lock if it is free now; ``None`` if it is held."""
-        return await LockRequest(self, name, None, shared, permits, metadata)._acquire(wait=False)
+        """Takes the lock if it is free now; ``None`` if it is held (or in
+        lock-delay). The options are :meth:`lock`'s."""
+        req = LockRequest(self, name, None, shared, permits, metadata, count, max_hold, lock_delay)
+        return await req._acquire(wait=False)
 
     async def campaign(
         self, election: str, value: bytes = b"", timeout: Optional[float] = 3600.0
@@ -587,13 +676,20 @@ class LockRequest:
         shared: bool,
         permits: int,
         metadata: bytes,
+        count: int = 0,
+        max_hold: Optional[float] = None,
+        lock_delay: float = 0.0,
     ) -> None:
         self.session = session
         self.name = name
         self.timeout = timeout
-        self.shared = shared
+        # A semaphore's permits are shared, and so are several at once.
+        self.shared = shared or permits > 0 or count > 0
         self.permits = permits
         self.metadata = metadata
+        self.count = count
+        self.max_hold = max_hold
+        self.lock_delay = lock_delay
         self._guard: Optional[Guard] = None
 
     def __await__(self) -> Generator[Any, None, "Guard"]:
@@ -632,6 +728,11 @@ class LockRequest:
         s.check()
         seq = s._ticket()
         request_id = uuid.uuid4().bytes
+        max_hold_ms = 0 if self.max_hold is None else int(round(self.max_hold * 1000))
+        lock_delay_ms = int(round(self.lock_delay * 1000))
+        # The leader counts a hold cap from when it grants, which is after
+        # this request was first sent: the guard counts from here.
+        sent = time.monotonic()
         try:
 
             async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.AcquireResponse:
@@ -647,6 +748,9 @@ class LockRequest:
                     metadata=self.metadata,
                     seq=seq,
                     acked_below=s._acked_below(seq),
+                    count=self.count,
+                    max_hold_ms=max_hold_ms,
+                    lock_delay_ms=lock_delay_ms,
                 )
                 timeout = s.client.attempt_timeout + (left or 0.0)
                 pipe = s.client._pipeline(ch)
@@ -669,19 +773,30 @@ class LockRequest:
             s._done(seq)
         if not r.acquired:
             return None
-        return Guard(s, Grant._from(r.grant))
+        return Guard(s, Grant._from(r.grant), sent)
 
 
 class Guard:
     """A held lock. ``token`` is its fencing token: pass it with every write
     to the resource the lock protects, which must refuse a token lower than
     the highest it has seen. ``valid`` turns false, and ``await lost()``
-    returns, before anyone else can be granted the lock."""
+    returns, before anyone else can be granted the lock: when the session is
+    lost, or when the grant's hold cap (``grant.max_hold_ms``) runs out.
 
-    def __init__(self, session: Session, grant: Grant) -> None:
+    ``sent`` is when the acquisition was first sent (``time.monotonic()``
+    scale): a hold cap is counted from it, less the safety margin of
+    :func:`safety_margin`, since the leader counts it from its grant, which
+    is later. Without it a cap is counted from now."""
+
+    def __init__(self, session: Session, grant: Grant, sent: Optional[float] = None) -> None:
         self.session = session
         self.grant = grant
         self._released = False
+        self._hold_until: Optional[float] = None
+        if grant.max_hold_ms > 0:
+            cap = grant.max_hold_ms / 1000.0
+            start = time.monotonic() if sent is None else sent
+            self._hold_until = start + cap - safety_margin(cap)
 
     async def __aenter__(self) -> "Guard":
         return self
@@ -701,18 +816,61 @@ class Guard:
 
     @property
     def valid(self) -> bool:
-        """Whether the lock is still this holder's to act on."""
-        return not self._released and self.session.valid
+        """Whether the lock is still this holder's to act on: not released,
+        the session valid, and the hold cap (if any) not run out."""
+        return not self._released and self.session.valid and not self._hold_expired()
+
+    @property
+    def hold_until(self) -> Optional[float]:
+        """When the hold cap makes the lock lost (``time.monotonic()``
+        scale, a safety margin before the leader releases it), or ``None``
+        without a cap."""
+        return self._hold_until
+
+    @property
+    def valid_until(self) -> float:
+        """Until when the lock can be counted on if no further keep-alive is
+        acknowledged (``time.monotonic()`` scale): the session's deadline,
+        or the hold cap's if that is sooner."""
+        until = self.session.valid_until
+        return until if self._hold_until is None else min(until, self._hold_until)
+
+    def _hold_expired(self) -> bool:
+        return self._hold_until is not None and time.monotonic() >= self._hold_until
+
+    def _hold_error(self) -> HoldExpired:
+        return HoldExpired(
+            f"lock {self.name!r} lost: its hold cap of {self.grant.max_hold_ms} ms ran out"
+        )
 
     def check(self) -> None:
-        """Raises :class:`SessionLost` unless the lock is still held."""
+        """Raises :class:`SessionLost` (:class:`~raftlock.errors.HoldExpired`
+        when the hold cap ran out) unless the lock is still held."""
         if self._released:
             raise errors.NotHolder(f"lock {self.name!r} was released")
         self.session.check()
+        if self._hold_expired():
+            raise self._hold_error()
 
     async def lost(self) -> RaftlockError:
-        """Waits until the lock can no longer be counted on; returns why."""
-        return await self.session.lost()
+        """Waits until the lock can no longer be counted on (the session is
+        lost, or the hold cap ran out); returns why. A release ends the hold
+        but not this wait: after it, only the session's loss returns."""
+        until = self._hold_until
+        if until is None or not self.session.valid:
+            return await self.session.lost()
+        session_lost = asyncio.ensure_future(self.session.lost())
+        try:
+            # The timer may fire a little early: the deadline is what counts.
+            while not self._hold_expired():
+                await asyncio.wait({session_lost}, timeout=max(0.001, until - time.monotonic()))
+                if session_lost.done():
+                    return session_lost.result()
+            if self._released:
+                return await session_lost
+        finally:
+            session_lost.cancel()
+        return self._hold_error()
 
     async def release(self) -> None:
         """Releases the lock; the next waiter is granted in the same step."""
@@ -740,8 +898,9 @@ class Guard:
         except errors.NotHolder:
             # A retried release whose first attempt landed (its answer was
             # lost) finds the lock already free: that is success. On a first
-            # attempt it means the lock was lost.
-            if attempts < 2:
+            # attempt it means the lock was lost, which is no news once the
+            # hold cap has run out: the leader released it.
+            if attempts < 2 and not self._hold_expired():
                 raise
 
 

@@ -55,6 +55,13 @@ class SessionGone(SessionLost):
     """The server says the session does not exist (expired or closed)."""
 
 
+class HoldExpired(SessionLost):
+    """The lock's hold cap ran out (by the local clock, a safety margin
+    before the leader releases it): the lock can no longer be claimed,
+    though its session may live on. A :class:`SessionLost`, so that code
+    stopping on a lost session stops on this too."""
+
+
 class LockTimeout(RaftlockError):
     """A wait for a lock (or an election) timed out without a grant."""
 

@@ -19,12 +19,12 @@ from concurrent.futures import Future
 from typing import Any, Callable, Coroutine, Iterator, Optional, Sequence, TypeVar, Union
 
 from . import aio
-from .aio import Description, Grant, Tls
+from .aio import Description, Grant, Tls, Waiter
 from .errors import LockTimeout, RaftlockError
 
 T = TypeVar("T")
 
-__all__ = ["Client", "Session", "Guard", "Leadership", "Grant", "Description", "Tls"]
+__all__ = ["Client", "Session", "Guard", "Leadership", "Grant", "Description", "Tls", "Waiter"]
 
 
 class _Loop:
@@ -107,6 +107,11 @@ class Client:
         """Holders and waiters of ``name``."""
         return self._loop.run(self._inner.describe(name))
 
+    def resize(self, name: str, permits: int) -> list[Grant]:
+        """Sets the size of semaphore ``name`` (0 forgets it); returns the
+        waiters a larger size let in (see :meth:`raftlock.aio.Client.resize`)."""
+        return self._loop.run(self._inner.resize(name, permits))
+
     def leader(self, election: str) -> Optional[Grant]:
         """The current leader of ``election``."""
         return self._loop.run(self._inner.leader(election))
@@ -170,19 +175,49 @@ class Session:
         shared: bool = False,
         permits: int = 0,
         metadata: bytes = b"",
+        count: int = 0,
+        max_hold: Optional[float] = None,
+        lock_delay: float = 0.0,
     ) -> "Guard":
         """Waits for the lock (FIFO, up to ``timeout`` seconds, else
-        :class:`LockTimeout`); use the guard in a ``with`` block."""
-        req = self._inner.lock(name, timeout=timeout, shared=shared, permits=permits, metadata=metadata)
+        :class:`LockTimeout`); use the guard in a ``with`` block. The
+        options are :meth:`raftlock.aio.Session.lock`'s (``count`` permits
+        at once, a ``max_hold`` cap and a ``lock_delay``, in seconds)."""
+        req = self._inner.lock(
+            name,
+            timeout=timeout,
+            shared=shared,
+            permits=permits,
+            metadata=metadata,
+            count=count,
+            max_hold=max_hold,
+            lock_delay=lock_delay,
+        )
         g = self._client._loop.run(req._acquire_or_raise())
         return Guard(self, g)
 
     def try_lock(
-        self, name: str, *, shared: bool = False, permits: int = 0, metadata: bytes = b""
+        self,
+        name: str,
+        *,
+        shared: bool = False,
+        permits: int = 0,
+        metadata: bytes = b"",
+        count: int = 0,
+        max_hold: Optional[float] = None,
+        lock_delay: float = 0.0,
     ) -> Optional["Guard"]:
         """Takes the lock if free now, else ``None``."""
         g = self._client._loop.run(
-            self._inner.try_lock(name, shared=shared, permits=permits, metadata=metadata)
+            self._inner.try_lock(
+                name,
+                shared=shared,
+                permits=permits,
+                metadata=metadata,
+                count=count,
+                max_hold=max_hold,
+                lock_delay=lock_delay,
+            )
         )
         return Guard(self, g) if g is not None else None
 
@@ -215,13 +250,30 @@ class Guard:
         return self._inner.name
 
     @property
+    def grant(self) -> Grant:
+        """The grant as the cluster recorded it."""
+        return self._inner.grant
+
+    @property
     def valid(self) -> bool:
-        """Whether the lock is still this holder's to act on."""
+        """Whether the lock is still this holder's to act on (the session
+        valid and the hold cap, if any, not run out)."""
         return self._inner.valid
+
+    @property
+    def valid_until(self) -> float:
+        """Until when the lock can be counted on (``time.monotonic()``
+        scale): the session's deadline or the hold cap's, the sooner."""
+        return self._inner.valid_until
 
     def check(self) -> None:
         """Raises unless the lock is still held."""
         self._inner.check()
+
+    def lost(self, timeout: Optional[float] = None) -> RaftlockError:
+        """Blocks until the lock can no longer be counted on (the session is
+        lost or the hold cap ran out), or ``timeout``; returns why."""
+        return self._session._client._loop.run(self._inner.lost(), timeout)
 
     def release(self) -> None:
         """Releases the lock."""

@@ -2,7 +2,8 @@
  * A separate client process for the tests: `mutex:N` takes a lock N times
  * and records each hold's wall-clock span; `hold` holds a lock and records,
  * every 20 ms, whether the library says it is still valid and until when,
- * so the test can pause it (SIGSTOP) past its TTL.
+ * so the test can pause it (SIGSTOP) past its TTL or kill it; `hold:MS`
+ * holds it with a lock-delay of MS.
  *
  * node holder.js ENDPOINTS NAME TTL_MS MODE OUT_FILE
  */
@@ -17,8 +18,9 @@ async function main(): Promise<void> {
   const log = (line: string): void => fs.appendFileSync(out, line + "\n");
   const client = await Client.connect(endpoints);
   const session = await client.session({ ttlMs: Number(ttl) });
-  if (mode === "hold") {
-    const guard = await session.lock(name, { timeoutMs: 30_000 });
+  if (mode === "hold" || mode.startsWith("hold:")) {
+    const lockDelayMs = Number(mode.split(":")[1] ?? 0);
+    const guard = await session.lock(name, { timeoutMs: 30_000, lockDelayMs });
     void guard.lost.then((reason) => log(`on_lost ${Date.now()} ${reason.constructor.name}`));
     log(`held ${guard.token} ${Date.now()}`);
     for (;;) {

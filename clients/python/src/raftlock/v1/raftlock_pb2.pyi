@@ -21,6 +21,9 @@ class LockEventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LOCK_EVENT_KIND_RELEASED: _ClassVar[LockEventKind]
     LOCK_EVENT_KIND_EXPIRED: _ClassVar[LockEventKind]
     LOCK_EVENT_KIND_FORCE_RELEASED: _ClassVar[LockEventKind]
+    LOCK_EVENT_KIND_HOLD_EXPIRED: _ClassVar[LockEventKind]
+    LOCK_EVENT_KIND_LOCK_DELAY_STARTED: _ClassVar[LockEventKind]
+    LOCK_EVENT_KIND_LOCK_DELAY_ENDED: _ClassVar[LockEventKind]
 
 class Role(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -39,6 +42,9 @@ LOCK_EVENT_KIND_HANDOFF: LockEventKind
 LOCK_EVENT_KIND_RELEASED: LockEventKind
 LOCK_EVENT_KIND_EXPIRED: LockEventKind
 LOCK_EVENT_KIND_FORCE_RELEASED: LockEventKind
+LOCK_EVENT_KIND_HOLD_EXPIRED: LockEventKind
+LOCK_EVENT_KIND_LOCK_DELAY_STARTED: LockEventKind
+LOCK_EVENT_KIND_LOCK_DELAY_ENDED: LockEventKind
 ROLE_UNSPECIFIED: Role
 ROLE_FOLLOWER: Role
 ROLE_CANDIDATE: Role
@@ -47,7 +53,7 @@ ROLE_LEARNER: Role
 ROLE_SHUTDOWN: Role
 
 class Grant(_message.Message):
-    __slots__ = ("token", "name", "mode", "session_id", "request_id", "granted_at_ms", "metadata")
+    __slots__ = ("token", "name", "mode", "session_id", "request_id", "granted_at_ms", "metadata", "count", "max_hold_ms", "lock_delay_ms")
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +61,9 @@ class Grant(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     GRANTED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    MAX_HOLD_MS_FIELD_NUMBER: _ClassVar[int]
+    LOCK_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     token: int
     name: str
     mode: LockMode
@@ -62,21 +71,26 @@ class Grant(_message.Message):
     request_id: bytes
     granted_at_ms: int
     metadata: bytes
-    def __init__(self, token: _Optional[int] = ..., name: _Optional[str] = ..., mode: _Optional[_Union[LockMode, str]] = ..., session_id: _Optional[int] = ..., request_id: _Optional[bytes] = ..., granted_at_ms: _Optional[int] = ..., metadata: _Optional[bytes] = ...) -> None: ...
+    count: int
+    max_hold_ms: int
+    lock_delay_ms: int
+    def __init__(self, token: _Optional[int] = ..., name: _Optional[str] = ..., mode: _Optional[_Union[LockMode, str]] = ..., session_id: _Optional[int] = ..., request_id: _Optional[bytes] = ..., granted_at_ms: _Optional[int] = ..., metadata: _Optional[bytes] = ..., count: _Optional[int] = ..., max_hold_ms: _Optional[int] = ..., lock_delay_ms: _Optional[int] = ...) -> None: ...
 
 class Waiter(_message.Message):
-    __slots__ = ("session_id", "mode", "request_id", "enqueued_at_ms", "timeout_ms")
+    __slots__ = ("session_id", "mode", "request_id", "enqueued_at_ms", "timeout_ms", "count")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     ENQUEUED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
     session_id: int
     mode: LockMode
     request_id: bytes
     enqueued_at_ms: int
     timeout_ms: int
-    def __init__(self, session_id: _Optional[int] = ..., mode: _Optional[_Union[LockMode, str]] = ..., request_id: _Optional[bytes] = ..., enqueued_at_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+    count: int
+    def __init__(self, session_id: _Optional[int] = ..., mode: _Optional[_Union[LockMode, str]] = ..., request_id: _Optional[bytes] = ..., enqueued_at_ms: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
     __slots__ = ("ttl_ms", "client_name", "creation_key", "host", "pid")
@@ -172,6 +186,20 @@ class CloseSessionResponse(_message.Message):
     released: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, released: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class ResizeRequest(_message.Message):
+    __slots__ = ("name", "permits")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PERMITS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    permits: int
+    def __init__(self, name: _Optional[str] = ..., permits: _Optional[int] = ...) -> None: ...
+
+class ResizeResponse(_message.Message):
+    __slots__ = ("granted",)
+    GRANTED_FIELD_NUMBER: _ClassVar[int]
+    granted: _containers.RepeatedCompositeFieldContainer[Grant]
+    def __init__(self, granted: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ...) -> None: ...
+
 class WatchRequest(_message.Message):
     __slots__ = ("prefix", "after_index")
     PREFIX_FIELD_NUMBER: _ClassVar[int]
@@ -181,20 +209,24 @@ class WatchRequest(_message.Message):
     def __init__(self, prefix: _Optional[str] = ..., after_index: _Optional[int] = ...) -> None: ...
 
 class LockEvent(_message.Message):
-    __slots__ = ("kind", "name", "session_id", "token", "mode", "metadata")
+    __slots__ = ("kind", "name", "session_id", "token", "mode", "metadata", "count", "lock_delay_ms")
     KIND_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    LOCK_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     kind: LockEventKind
     name: str
     session_id: int
     token: int
     mode: LockMode
     metadata: bytes
-    def __init__(self, kind: _Optional[_Union[LockEventKind, str]] = ..., name: _Optional[str] = ..., session_id: _Optional[int] = ..., token: _Optional[int] = ..., mode: _Optional[_Union[LockMode, str]] = ..., metadata: _Optional[bytes] = ...) -> None: ...
+    count: int
+    lock_delay_ms: int
+    def __init__(self, kind: _Optional[_Union[LockEventKind, str]] = ..., name: _Optional[str] = ..., session_id: _Optional[int] = ..., token: _Optional[int] = ..., mode: _Optional[_Union[LockMode, str]] = ..., metadata: _Optional[bytes] = ..., count: _Optional[int] = ..., lock_delay_ms: _Optional[int] = ...) -> None: ...
 
 class WatchResponse(_message.Message):
     __slots__ = ("index", "at_ms", "events")
@@ -255,7 +287,7 @@ class ForceReleaseResponse(_message.Message):
     def __init__(self, released: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ..., granted: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ...) -> None: ...
 
 class AcquireRequest(_message.Message):
-    __slots__ = ("session_id", "name", "request_id", "mode", "permits", "wait_timeout_ms", "metadata", "seq", "acked_below")
+    __slots__ = ("session_id", "name", "request_id", "mode", "permits", "wait_timeout_ms", "metadata", "seq", "acked_below", "count", "max_hold_ms", "lock_delay_ms")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
@@ -265,6 +297,9 @@ class AcquireRequest(_message.Message):
     METADATA_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     ACKED_BELOW_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    MAX_HOLD_MS_FIELD_NUMBER: _ClassVar[int]
+    LOCK_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     session_id: int
     name: str
     request_id: bytes
@@ -274,7 +309,10 @@ class AcquireRequest(_message.Message):
     metadata: bytes
     seq: int
     acked_below: int
-    def __init__(self, session_id: _Optional[int] = ..., name: _Optional[str] = ..., request_id: _Optional[bytes] = ..., mode: _Optional[_Union[LockMode, str]] = ..., permits: _Optional[int] = ..., wait_timeout_ms: _Optional[int] = ..., metadata: _Optional[bytes] = ..., seq: _Optional[int] = ..., acked_below: _Optional[int] = ...) -> None: ...
+    count: int
+    max_hold_ms: int
+    lock_delay_ms: int
+    def __init__(self, session_id: _Optional[int] = ..., name: _Optional[str] = ..., request_id: _Optional[bytes] = ..., mode: _Optional[_Union[LockMode, str]] = ..., permits: _Optional[int] = ..., wait_timeout_ms: _Optional[int] = ..., metadata: _Optional[bytes] = ..., seq: _Optional[int] = ..., acked_below: _Optional[int] = ..., count: _Optional[int] = ..., max_hold_ms: _Optional[int] = ..., lock_delay_ms: _Optional[int] = ...) -> None: ...
 
 class AcquireResponse(_message.Message):
     __slots__ = ("grant", "acquired", "holders")
@@ -309,20 +347,24 @@ class DescribeRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ("name", "permits", "holders", "waiters", "applied_index", "sessions")
+    __slots__ = ("name", "permits", "holders", "waiters", "applied_index", "sessions", "lock_delay_ms", "resized")
     NAME_FIELD_NUMBER: _ClassVar[int]
     PERMITS_FIELD_NUMBER: _ClassVar[int]
     HOLDERS_FIELD_NUMBER: _ClassVar[int]
     WAITERS_FIELD_NUMBER: _ClassVar[int]
     APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    LOCK_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    RESIZED_FIELD_NUMBER: _ClassVar[int]
     name: str
     permits: int
     holders: _containers.RepeatedCompositeFieldContainer[Grant]
     waiters: _containers.RepeatedCompositeFieldContainer[Waiter]
     applied_index: int
     sessions: _containers.RepeatedCompositeFieldContainer[SessionInfo]
-    def __init__(self, name: _Optional[str] = ..., permits: _Optional[int] = ..., holders: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ..., waiters: _Optional[_Iterable[_Union[Waiter, _Mapping]]] = ..., applied_index: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[SessionInfo, _Mapping]]] = ...) -> None: ...
+    lock_delay_ms: int
+    resized: bool
+    def __init__(self, name: _Optional[str] = ..., permits: _Optional[int] = ..., holders: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ..., waiters: _Optional[_Iterable[_Union[Waiter, _Mapping]]] = ..., applied_index: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[SessionInfo, _Mapping]]] = ..., lock_delay_ms: _Optional[int] = ..., resized: _Optional[bool] = ...) -> None: ...
 
 class ListRequest(_message.Message):
     __slots__ = ("prefix", "page_token", "limit")
@@ -335,14 +377,18 @@ class ListRequest(_message.Message):
     def __init__(self, prefix: _Optional[str] = ..., page_token: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class LockSummary(_message.Message):
-    __slots__ = ("name", "holders", "waiters")
+    __slots__ = ("name", "holders", "waiters", "sessions", "lock_delay_ms")
     NAME_FIELD_NUMBER: _ClassVar[int]
     HOLDERS_FIELD_NUMBER: _ClassVar[int]
     WAITERS_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    LOCK_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     name: str
     holders: _containers.RepeatedCompositeFieldContainer[Grant]
     waiters: int
-    def __init__(self, name: _Optional[str] = ..., holders: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ..., waiters: _Optional[int] = ...) -> None: ...
+    sessions: _containers.RepeatedCompositeFieldContainer[SessionInfo]
+    lock_delay_ms: int
+    def __init__(self, name: _Optional[str] = ..., holders: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ..., waiters: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[SessionInfo, _Mapping]]] = ..., lock_delay_ms: _Optional[int] = ...) -> None: ...
 
 class ListResponse(_message.Message):
     __slots__ = ("locks", "next_page_token")
@@ -503,18 +549,34 @@ class StatusResponse(_message.Message):
     def __init__(self, node_id: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., term: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader_addr: _Optional[str] = ..., commit_index: _Optional[int] = ..., applied_index: _Optional[int] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., learners: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., sessions: _Optional[int] = ..., locks: _Optional[int] = ..., waiters: _Optional[int] = ..., log_fsyncs: _Optional[int] = ..., log_entries_flushed: _Optional[int] = ..., proposed_commands: _Optional[int] = ..., proposed_entries: _Optional[int] = ..., process_cpu_micros: _Optional[int] = ..., limits: _Optional[_Union[ServerLimits, _Mapping]] = ...) -> None: ...
 
 class ServerLimits(_message.Message):
-    __slots__ = ("max_wait_ms", "min_ttl_ms", "max_ttl_ms", "max_name_bytes", "max_metadata_bytes")
+    __slots__ = ("max_wait_ms", "min_ttl_ms", "max_ttl_ms", "max_name_bytes", "max_metadata_bytes", "max_hold_ms", "max_lock_delay_ms", "hold_caps")
     MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     MIN_TTL_MS_FIELD_NUMBER: _ClassVar[int]
     MAX_TTL_MS_FIELD_NUMBER: _ClassVar[int]
     MAX_NAME_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_METADATA_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_HOLD_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_LOCK_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    HOLD_CAPS_FIELD_NUMBER: _ClassVar[int]
     max_wait_ms: int
     min_ttl_ms: int
     max_ttl_ms: int
     max_name_bytes: int
     max_metadata_bytes: int
-    def __init__(self, max_wait_ms: _Optional[int] = ..., min_ttl_ms: _Optional[int] = ..., max_ttl_ms: _Optional[int] = ..., max_name_bytes: _Optional[int] = ..., max_metadata_bytes: _Optional[int] = ...) -> None: ...
+    max_hold_ms: int
+    max_lock_delay_ms: int
+    hold_caps: _containers.RepeatedCompositeFieldContainer[HoldCapRule]
+    def __init__(self, max_wait_ms: _Optional[int] = ..., min_ttl_ms: _Optional[int] = ..., max_ttl_ms: _Optional[int] = ..., max_name_bytes: _Optional[int] = ..., max_metadata_bytes: _Optional[int] = ..., max_hold_ms: _Optional[int] = ..., max_lock_delay_ms: _Optional[int] = ..., hold_caps: _Optional[_Iterable[_Union[HoldCapRule, _Mapping]]] = ...) -> None: ...
+
+class HoldCapRule(_message.Message):
+    __slots__ = ("prefix", "default_ms", "max_ms")
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_MS_FIELD_NUMBER: _ClassVar[int]
+    prefix: str
+    default_ms: int
+    max_ms: int
+    def __init__(self, prefix: _Optional[str] = ..., default_ms: _Optional[int] = ..., max_ms: _Optional[int] = ...) -> None: ...
 
 class AddLearnerRequest(_message.Message):
     __slots__ = ("node_id", "peer_addr", "client_addr", "wait_caught_up")

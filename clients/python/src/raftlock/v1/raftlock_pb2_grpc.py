@@ -312,6 +312,11 @@ class LockStub:
                 request_serializer=raftlock_dot_v1_dot_raftlock__pb2.WatchRequest.SerializeToString,
                 response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.WatchResponse.FromString,
                 _registered_method=True)
+        self.Resize = channel.unary_unary(
+                '/raftlock.v1.Lock/Resize',
+                request_serializer=raftlock_dot_v1_dot_raftlock__pb2.ResizeRequest.SerializeToString,
+                response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.ResizeResponse.FromString,
+                _registered_method=True)
 
 
 class LockServicer:
@@ -397,6 +402,18 @@ class LockServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Resize(self, request, context):
+        """Sets a semaphore's size, held or not: from then on it has `permits`
+        permits whatever size acquisitions state, until resized again (0
+        forgets the size). Growing grants waiters at once; shrinking takes
+        nothing from holders, it grants nobody until they fit. A size below
+        what a queued acquisition asks for is refused (PERMITS_MISMATCH).
+        Needs the `lock` right on the name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LockServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -439,6 +456,11 @@ def add_LockServicer_to_server(servicer, server):
                     servicer.Watch,
                     request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.WatchRequest.FromString,
                     response_serializer=raftlock_dot_v1_dot_raftlock__pb2.WatchResponse.SerializeToString,
+            ),
+            'Resize': grpc.unary_unary_rpc_method_handler(
+                    servicer.Resize,
+                    request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.ResizeRequest.FromString,
+                    response_serializer=raftlock_dot_v1_dot_raftlock__pb2.ResizeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -663,6 +685,33 @@ class Lock:
             '/raftlock.v1.Lock/Watch',
             raftlock_dot_v1_dot_raftlock__pb2.WatchRequest.SerializeToString,
             raftlock_dot_v1_dot_raftlock__pb2.WatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Resize(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlock.v1.Lock/Resize',
+            raftlock_dot_v1_dot_raftlock__pb2.ResizeRequest.SerializeToString,
+            raftlock_dot_v1_dot_raftlock__pb2.ResizeResponse.FromString,
             options,
             channel_credentials,
             insecure,
