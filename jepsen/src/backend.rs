@@ -28,6 +28,8 @@ pub trait Backend: Send + Sync + 'static {
     async fn holders(&self, name: &str) -> Result<Vec<u64>, OpError>;
     /// Whether `token` belongs to a current holder of `name` (`Validate`).
     async fn validate(&self, name: &str, token: u64) -> Result<bool, OpError>;
+    /// Sets semaphore `name`'s size to `permits`.
+    async fn resize(&self, name: &str, permits: u32) -> Result<(), OpError>;
 }
 
 /// A session of a [`Backend`].
@@ -41,12 +43,13 @@ pub trait Session: Send + Sync {
     /// the history records as the point the holder had to stop by. Never
     /// later than the real one, so it can only shorten a recorded hold.
     fn lease_deadline(&self) -> Instant;
-    /// Acquires `name` exclusively (or one of `permits`), waiting up to
-    /// `wait`; `Ok(None)` = not granted in time.
+    /// Acquires `name` exclusively (or `count` of `permits`), waiting up
+    /// to `wait`; `Ok(None)` = not granted in time.
     async fn acquire(
         &self,
         name: &str,
         permits: Option<u32>,
+        count: u32,
         wait: Duration,
     ) -> Result<Option<u64>, OpError>;
     /// Releases the grant `token` of `name`.
@@ -150,6 +153,14 @@ impl Backend for Real {
         let v = self.client.validate(name, token).await.map_err(classify)?;
         Ok(v.valid)
     }
+
+    async fn resize(&self, name: &str, permits: u32) -> Result<(), OpError> {
+        self.client
+            .resize(name, permits)
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
 }
 
 struct RealSession {
@@ -180,11 +191,15 @@ impl Session for RealSession {
         &self,
         name: &str,
         permits: Option<u32>,
+        count: u32,
         wait: Duration,
     ) -> Result<Option<u64>, OpError> {
         let mut b = self.session.lock(name).timeout(wait);
         if let Some(p) = permits {
             b = b.permits(p);
+        }
+        if count > 1 {
+            b = b.count(count);
         }
         match b.acquire().await {
             Ok(g) => {
@@ -398,6 +413,7 @@ impl Session for Frozen {
         &self,
         name: &str,
         _permits: Option<u32>,
+        _count: u32,
         wait: Duration,
     ) -> Result<Option<u64>, OpError> {
         let id = self.id;
@@ -511,6 +527,10 @@ struct FakeState {
     // name -> the last token granted, and grants so far (for ReuseToken)
     last_grant: HashMap<String, u64>,
     grants: u64,
+    // token -> permits the hold takes (when more than one)
+    counts: HashMap<u64, u32>,
+    // name -> size set by a resize
+    sizes: HashMap<String, u32>,
 }
 
 /// An in-memory lock service, correct or with one planted [`Fault`].
@@ -594,6 +614,13 @@ impl Backend for Fake {
             .is_some_and(|h| h.iter().any(|(_, t)| *t == token)))
     }
 
+    async fn resize(&self, name: &str, permits: u32) -> Result<(), OpError> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.index();
+        st.sizes.insert(name.to_owned(), permits);
+        Ok(())
+    }
+
     async fn holders(&self, name: &str) -> Result<Vec<u64>, OpError> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if self.fault == Fault::ForgetOnRestart && st.next_index > 10 {
@@ -669,6 +696,7 @@ impl Session for FakeSession {
         &self,
         name: &str,
         permits: Option<u32>,
+        count: u32,
         wait: Duration,
     ) -> Result<Option<u64>, OpError> {
         let give_up = Instant::now() + wait;
@@ -678,15 +706,24 @@ impl Session for FakeSession {
                 if !self.tick(&mut st) {
                     return Err(OpError::Fail("session gone".into()));
                 }
-                let cap = permits.unwrap_or(1) as usize;
-                let held = st.locks.get(name).map(|h| h.len()).unwrap_or(0);
+                let cap = st.sizes.get(name).copied().or(permits).unwrap_or(1) as usize;
+                let held: usize = st
+                    .locks
+                    .get(name)
+                    .map(|h| {
+                        h.iter()
+                            .map(|(_, t)| st.counts.get(t).copied().unwrap_or(1) as usize)
+                            .sum()
+                    })
+                    .unwrap_or(0);
+                let count = count.max(1) as usize;
                 // SplitBrain: a second "leader" grants while one holder exists.
                 let limit = if self.fault == Fault::SplitBrain {
                     cap + 1
                 } else {
                     cap
                 };
-                if held < limit {
+                if held + count <= limit {
                     st.grants += 1;
                     // The planted fault: every third grant hands out the
                     // lock's previous token again.
@@ -699,6 +736,9 @@ impl Session for FakeSession {
                         _ => st.index(),
                     };
                     st.last_grant.insert(name.to_owned(), token);
+                    if count > 1 {
+                        st.counts.insert(token, count as u32);
+                    }
                     st.locks
                         .entry(name.to_owned())
                         .or_default()
@@ -732,7 +772,7 @@ impl Session for FakeSession {
         _value: &str,
         wait: Duration,
     ) -> Result<Option<u64>, OpError> {
-        self.acquire(name, None, wait).await
+        self.acquire(name, None, 1, wait).await
     }
 
     async fn proclaim(&self, name: &str, token: u64, _value: &str) -> Result<(), OpError> {

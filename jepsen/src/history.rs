@@ -38,8 +38,9 @@ pub enum F {
     Proclaim,
     /// Resign the leadership of `lock` held with `token`.
     Resign,
-    /// Acquire one of `permits` permits of semaphore `lock`; `ok` carries
-    /// the token.
+    /// Acquire `count` permits (default 1) of semaphore `lock`, stating a
+    /// size of `permits` (`value` = `{"permits": n, "count": k}`); `ok`
+    /// carries the token.
     SemAcquire,
     /// Release a permit of `lock` held with `token`.
     SemRelease,
@@ -70,6 +71,8 @@ pub enum F {
     /// session is gone, rather than the library's own deadline passing),
     /// `valid_until_ns` = the library's deadline then.
     Lost,
+    /// Set semaphore `lock`'s size: `value` = `{"permits": n}`.
+    Resize,
 }
 
 /// One record of the history.

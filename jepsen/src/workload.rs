@@ -383,6 +383,17 @@ impl Worker {
             self.frozen_holder(&name).await;
             return;
         }
+        if self.kind == Kind::Semaphore && self.rng.gen_bool(0.05) {
+            self.resize(&name).await;
+            return;
+        }
+        // Semaphore holds take one or two permits: a hold of two is granted
+        // only when two are free, in FIFO order with the others.
+        let count = if self.kind == Kind::Semaphore && self.rng.gen_bool(0.3) {
+            2
+        } else {
+            1
+        };
         let (permits, acquire_f, release_f) = match self.kind {
             Kind::Semaphore => (Some(PERMITS), F::SemAcquire, F::SemRelease),
             Kind::Election => (None, F::Campaign, F::Resign),
@@ -399,7 +410,7 @@ impl Worker {
         let sid = s.id();
         let mut spec = self.spec(acquire_f, &name, sid);
         if let Some(p) = permits {
-            spec.value = Some(json!({ "permits": p }));
+            spec.value = Some(json!({ "permits": p, "count": count }));
         }
         // Longer than most holds, long ones included: a wait that times out
         // retires its process (the grant may have raced the timeout), and
@@ -409,7 +420,7 @@ impl Worker {
         let fut = async {
             match self.kind {
                 Kind::Election => s.campaign(&name, &value, wait).await,
-                _ => s.acquire(&name, permits, wait).await,
+                _ => s.acquire(&name, permits, count, wait).await,
             }
         };
         let (res, retire) = timed(&rec, spec.clone(), fut, granted).await;
@@ -470,6 +481,30 @@ impl Worker {
             };
             retire = timed(&rec, r, fut, |_, _| Type::Ok).await.1;
         }
+        if retire {
+            self.retire().await;
+        }
+    }
+
+    /// Sets the semaphore's size to one of 2 ..= 4 permits while others
+    /// hold and wait (never below the 2 a hold may ask for, which the
+    /// server refuses).
+    async fn resize(&mut self, name: &str) {
+        let permits: u32 = self.rng.gen_range(2..=4);
+        let spec = OpSpec {
+            process: self.process,
+            f: F::Resize,
+            lock: name.to_owned(),
+            session: None,
+            token: None,
+            valid_until: None,
+            value: Some(json!({ "permits": permits })),
+        };
+        let backend = self.backend.clone();
+        let (_, retire) = timed(&self.rec, spec, backend.resize(name, permits), |_, _| {
+            Type::Ok
+        })
+        .await;
         if retire {
             self.retire().await;
         }
@@ -576,7 +611,7 @@ impl Worker {
             spec,
             // A short wait: the locks are rarely free, and the session,
             // never renewed, must still be alive when it is granted.
-            frozen.acquire(name, None, FROZEN_TTL / 2),
+            frozen.acquire(name, None, 1, FROZEN_TTL / 2),
             granted,
         )
         .await;
@@ -709,7 +744,7 @@ pub async fn final_reads(backend: &dyn Backend, rec: &Recorder, kind: Kind) {
         const _: () = assert!(LONG_TTL.as_secs() < TTL.as_secs() * 4);
         let fresh = match backend.session(TTL).await {
             Ok(s) => {
-                let r = s.acquire(&name, permits, TTL * 4).await;
+                let r = s.acquire(&name, permits, 1, TTL * 4).await;
                 s.close().await;
                 r
             }

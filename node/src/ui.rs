@@ -109,6 +109,8 @@ struct LockRow {
     permits: Option<u32>,
     holders: Vec<HolderRow>,
     waiters: Vec<WaiterRow>,
+    /// The lock-delay in force, ms.
+    lock_delay_ms: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -119,6 +121,10 @@ struct HolderRow {
     granted_at_ms: u64,
     who: String,
     metadata: String,
+    /// Permits taken.
+    count: u32,
+    /// Hold cap, ms (0: none).
+    max_hold_ms: u64,
 }
 
 #[derive(Serialize)]
@@ -295,6 +301,8 @@ pub async fn state(
                             Ok(text) => text.to_owned(),
                             Err(_) => format!("({} bytes, not UTF-8)", g.metadata.len()),
                         },
+                        count: g.terms.count,
+                        max_hold_ms: g.terms.max_hold_ms,
                     })
                     .collect(),
                 waiters: l
@@ -308,6 +316,7 @@ pub async fn state(
                         who: who(w.session),
                     })
                     .collect(),
+                lock_delay_ms: machine.lock_delay(name),
             })
             .collect();
         // An identity sees every session if it may read every lock, else

@@ -20,14 +20,17 @@ pub enum Bug {
     /// A keep-alive for a session the leader already expired is
     /// acknowledged as if it lived.
     LateKeepAlive,
+    /// A semaphore counts each holder as one permit, however many it took.
+    OnePermitEach,
 }
 
 impl Bug {
-    const ALL: [(Bug, &'static str); 4] = [
+    const ALL: [(Bug, &'static str); 5] = [
         (Bug::DoubleGrant, "double-grant"),
         (Bug::TokenReuse, "token-reuse"),
         (Bug::UnconfirmedExpiry, "unconfirmed-expiry"),
         (Bug::LateKeepAlive, "late-keepalive"),
+        (Bug::OnePermitEach, "one-permit-each"),
     ];
 
     /// Reads a bug's name.

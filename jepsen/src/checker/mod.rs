@@ -119,7 +119,7 @@ pub fn check_all_with(history: &[Op], min_ok_ops: usize) -> Vec<CheckResult> {
         fencing(history),
         exclusion("mutual_exclusion", &holds, F::Acquire),
         exclusion("election", &holds, F::Campaign),
-        semaphore(&holds),
+        semaphore(history, &holds),
         lease(history, &holds),
         durability(history),
     ]
@@ -165,6 +165,8 @@ pub(crate) struct Hold {
     pub(crate) token: u64,
     pub(crate) session: Option<u64>,
     pub(crate) permits: Option<u64>,
+    /// Permits it takes (semaphores; 1 otherwise).
+    pub(crate) count: u64,
     /// The acquire's invoke and ok.
     pub(crate) acquire: (Op, Op),
     /// When the acquire completed.
@@ -239,6 +241,13 @@ impl From<&[Op]> for Holds {
                         .as_ref()
                         .and_then(|v| v.get("permits"))
                         .and_then(|v| v.as_u64()),
+                    count: p
+                        .invoke
+                        .value
+                        .as_ref()
+                        .and_then(|v| v.get("count"))
+                        .and_then(|v| v.as_u64())
+                        .unwrap_or(1),
                     acquire: (p.invoke.clone(), done.clone()),
                     start: done.time_ns,
                     end: end_of_history,
@@ -359,8 +368,19 @@ fn exclusion(name: &str, holds: &Holds, f: F) -> CheckResult {
     .with_stats(serde_json::json!({ "holds": checked, "names": by_lock.len() }))
 }
 
-/// (e): never more overlapping holds than permits.
-fn semaphore(holds: &Holds) -> CheckResult {
+/// (e): the permits held at once never exceed the semaphore's size.
+///
+/// Holds may take several permits (`count`), and the size may change while
+/// held (`resize`). Of any set of holds the clients had at once, the one
+/// granted last was granted while all the others were held on the server
+/// (each was released after its holder stopped claiming it), so their
+/// permits fit the size in force at that grant. The grant came between its
+/// acquire's invoke and ok, so the checker allows the largest size that may
+/// have been in force at any time from the earliest invoke of the set to
+/// the moment checked: the stated size until a resize is known to have
+/// completed, and the size of every resize that was not refused and not
+/// known to be superseded by then.
+fn semaphore(history: &[Op], holds: &Holds) -> CheckResult {
     const NAME: &str = "semaphore";
     let mut by_lock: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
     for h in holds.0.iter().filter(|h| h.f == F::SemAcquire) {
@@ -373,21 +393,32 @@ fn semaphore(holds: &Holds) -> CheckResult {
             "no semaphore grants in this workload",
         );
     }
+    let resizes = resizes(history);
     let mut checked = 0;
+    let mut resized = 0;
     for (lock, hs) in &by_lock {
-        let permits = hs.iter().filter_map(|h| h.permits).max().unwrap_or(1) as usize;
+        let stated = hs.iter().filter_map(|h| h.permits).max().unwrap_or(1);
+        let rs: Vec<&Resize> = resizes.iter().filter(|r| r.lock == *lock).collect();
+        resized += rs.len();
         // Sweep: holds active at each start.
         let mut active: Vec<&Hold> = Vec::new();
         for h in hs.iter().filter(|h| h.held()) {
             checked += 1;
             active.retain(|a| a.end > h.start);
             active.push(h);
-            if active.len() > permits {
+            let taken: u64 = active.iter().map(|a| a.count).sum();
+            let from = active
+                .iter()
+                .map(|a| a.acquire.0.time_ns)
+                .min()
+                .unwrap_or(h.start);
+            let size = largest_size(stated, &rs, from, h.start);
+            if taken > size {
                 let ops = active.iter().flat_map(|a| hold_ops(a)).collect();
                 return CheckResult::invalid(
                     NAME,
                     format!(
-                        "{lock}: {} holders at {:.3}s with {permits} permits (tokens {:?})",
+                        "{lock}: {} holders taking {taken} permits at {:.3}s, when the size was at most {size} (tokens {:?})",
                         active.len(),
                         h.start as f64 / 1e9,
                         active.iter().map(|a| a.token).collect::<Vec<_>>()
@@ -400,9 +431,58 @@ fn semaphore(holds: &Holds) -> CheckResult {
     CheckResult::new(
         NAME,
         Verdict::Valid,
-        format!("{checked} permits granted, never more holders than permits"),
+        format!(
+            "{checked} holds granted, never more permits held than the size ({resized} resizes)"
+        ),
     )
-    .with_stats(serde_json::json!({ "holds": checked }))
+    .with_stats(serde_json::json!({ "holds": checked, "resizes": resized }))
+}
+
+/// A semaphore resize and what is known of it.
+struct Resize<'a> {
+    lock: &'a str,
+    permits: u64,
+    invoke: u64,
+    /// When it was acknowledged; `None` if its outcome is unknown.
+    ok: Option<u64>,
+}
+
+/// Every resize that may have taken effect (refused ones did not).
+fn resizes(history: &[Op]) -> Vec<Resize<'_>> {
+    pairs(history)
+        .into_iter()
+        .filter(|p| p.invoke.f == F::Resize)
+        .filter(|p| p.done.is_none_or(|d| d.kind != Type::Fail))
+        .filter_map(|p| {
+            let permits = p.invoke.value.as_ref()?.get("permits")?.as_u64()?;
+            Some(Resize {
+                lock: &p.invoke.lock,
+                permits,
+                invoke: p.invoke.time_ns,
+                ok: p.done.filter(|d| d.kind == Type::Ok).map(|d| d.time_ns),
+            })
+        })
+        .collect()
+}
+
+/// The largest size the semaphore may have had at some moment in
+/// `from ..= to`.
+fn largest_size(stated: u64, rs: &[&Resize], from: u64, to: u64) -> u64 {
+    // A size is out of force by `from` if a later resize began after it
+    // was acknowledged and was itself acknowledged before `from`.
+    let superseded = |ok: Option<u64>| {
+        ok.is_some_and(|done| {
+            rs.iter()
+                .any(|r2| r2.invoke > done && r2.ok.is_some_and(|d2| d2 < from))
+        })
+    };
+    let initial = (!rs.iter().any(|r| r.ok.is_some_and(|d| d < from))).then_some(stated);
+    rs.iter()
+        .filter(|r| r.invoke <= to && !superseded(r.ok))
+        .map(|r| r.permits)
+        .chain(initial)
+        .max()
+        .unwrap_or(stated)
 }
 
 /// (b): exclusive tokens unique and ordered; the fenced register accepted

@@ -315,6 +315,90 @@ fn a_semaphore_over_capacity_is_caught() {
     assert_eq!(get(&check_all(&ok), "semaphore").verdict, Verdict::Valid);
 }
 
+/// A semaphore hold by process `p` taking `count` permits of a stated 2,
+/// invoked at `a0` ms, granted at `a0 + 5` with token `t`, released from
+/// `r0` ms.
+fn sem_hold(h: &mut H, p: u64, count: u64, t: u64, a0: u64, r0: u64) {
+    let value = json!({"permits": 2, "count": count});
+    h.rec(
+        a0,
+        p,
+        Type::Invoke,
+        F::SemAcquire,
+        "s",
+        None,
+        None,
+        Some(value),
+    )
+    .rec(a0 + 5, p, Type::Ok, F::SemAcquire, "s", Some(t), None, None)
+    .rec(
+        r0,
+        p,
+        Type::Invoke,
+        F::SemRelease,
+        "s",
+        Some(t),
+        Some(9_000),
+        None,
+    )
+    .rec(r0 + 5, p, Type::Ok, F::SemRelease, "s", Some(t), None, None);
+}
+
+/// A resize of `s` to `permits` by process `p` over `[t0, t1]` ms, or with
+/// an unknown outcome.
+fn resize(h: &mut H, p: u64, permits: u64, t0: u64, t1: u64, outcome: Type) {
+    let value = json!({"permits": permits});
+    h.rec(t0, p, Type::Invoke, F::Resize, "s", None, None, Some(value))
+        .rec(t1, p, outcome, F::Resize, "s", None, None, None);
+}
+
+#[test]
+fn holds_of_several_permits_count_every_permit() {
+    let mut h = H::default();
+    // 2 + 1 permits held at once of a semaphore of 2.
+    sem_hold(&mut h, 0, 2, 5, 0, 100);
+    sem_hold(&mut h, 1, 1, 6, 10, 100);
+    h.0.sort_by_key(|o| o.time_ns);
+    assert_invalid(&check_all(&h.0), "semaphore");
+}
+
+#[test]
+fn a_resize_allows_what_the_size_in_force_allows_and_no_more() {
+    // Grown to 4 before the holds: 2 + 2 fit.
+    let mut h = H::default();
+    resize(&mut h, 9, 4, 0, 5, Type::Ok);
+    sem_hold(&mut h, 0, 2, 5, 10, 100);
+    sem_hold(&mut h, 1, 2, 6, 20, 100);
+    h.0.sort_by_key(|o| o.time_ns);
+    assert_eq!(get(&check_all(&h.0), "semaphore").verdict, Verdict::Valid);
+
+    // A resize whose answer was lost may have taken effect: allowed too.
+    let mut h = H::default();
+    resize(&mut h, 9, 4, 0, 5, Type::Info);
+    sem_hold(&mut h, 0, 2, 5, 10, 100);
+    sem_hold(&mut h, 1, 2, 6, 20, 100);
+    h.0.sort_by_key(|o| o.time_ns);
+    assert_eq!(get(&check_all(&h.0), "semaphore").verdict, Verdict::Valid);
+
+    // Grown to 4, then shrunk to 3, both acknowledged before the holds
+    // were asked for: 2 + 2 is one too many.
+    let mut h = H::default();
+    resize(&mut h, 9, 4, 0, 5, Type::Ok);
+    resize(&mut h, 9, 3, 6, 8, Type::Ok);
+    sem_hold(&mut h, 0, 2, 5, 10, 100);
+    sem_hold(&mut h, 1, 2, 6, 20, 100);
+    h.0.sort_by_key(|o| o.time_ns);
+    assert_invalid(&check_all(&h.0), "semaphore");
+
+    // A refused resize changes nothing: the stated 2 holds.
+    let mut h = H::default();
+    resize(&mut h, 9, 4, 0, 5, Type::Fail);
+    sem_hold(&mut h, 0, 2, 5, 10, 100);
+    sem_hold(&mut h, 1, 1, 6, 20, 100);
+    h.0.sort_by_key(|o| o.time_ns);
+    assert_invalid(&check_all(&h.0), "semaphore");
+}
+
 /// The register refuses tokens below the highest it accepted, so its own
 /// order cannot be wrong; what can be wrong is *whom* it refuses. A refusal
 /// of a holder whose lease still held means a later token was granted and
