@@ -46,3 +46,16 @@ pub const MAX_HOLD_MS: u64 = 604_800_000;
 pub const MAX_LOCK_DELAY_MS: u64 = 60_000;
 /// Most semaphores whose size was set by Resize (sizes outlive holders).
 pub const MAX_SIZED_LOCKS: usize = 100_000;
+/// Most rate limits a cluster keeps (they outlive sessions).
+pub const MAX_RATE_LIMITS: usize = 100_000;
+/// Largest burst of a rate limit, and most tokens one take asks for.
+pub const MAX_BURST: u64 = 1_000_000_000;
+/// Largest rate of a rate limit, tokens per period.
+pub const MAX_RATE: u64 = 1_000_000_000;
+/// Longest period of a rate limit (a day), in ms.
+pub const MAX_RATE_PERIOD_MS: u64 = 86_400_000;
+/// Longest validity of a block of tokens reserved for spending locally,
+/// in ms: the over-admission bound grows with it.
+pub const MAX_TOKEN_LEASE_MS: u64 = 10_000;
+/// Most token leases of one rate limit outstanding at once.
+pub const MAX_TOKEN_LEASES_PER_LIMIT: usize = 10_000;

@@ -148,6 +148,30 @@ pub enum LeaseError {
         /// The semaphore's size.
         permits: u32,
     },
+    /// No rate limit of this name (and the take did not define one).
+    #[error("no rate limit {name:?}: define it, or take with its rate and burst")]
+    LimitNotFound {
+        /// Limit name.
+        name: String,
+    },
+    /// A rate limit exists with other parameters.
+    #[error("rate limit {name:?} already allows {rate} per {per_ms} ms with burst {burst}")]
+    LimitConflict {
+        /// Limit name.
+        name: String,
+        /// Its rate.
+        rate: u64,
+        /// Its period, ms.
+        per_ms: u64,
+        /// Its burst.
+        burst: u64,
+    },
+    /// Too many rate limits.
+    #[error("the cluster already has {max} rate limits; delete one first")]
+    TooManyLimits {
+        /// The limit.
+        max: usize,
+    },
     /// Too many semaphores have a size set by Resize.
     #[error("{max} semaphores already have a size set; forget one (resize to 0) first")]
     TooManySizes {
@@ -179,6 +203,9 @@ impl LeaseError {
             LeaseError::TooManyUnacknowledged { .. } => "too-many-unacknowledged",
             LeaseError::PermitsExceeded { .. } => "permits-exceeded",
             LeaseError::TooManySizes { .. } => "too-many-sizes",
+            LeaseError::LimitNotFound { .. } => "limit-not-found",
+            LeaseError::LimitConflict { .. } => "limit-conflict",
+            LeaseError::TooManyLimits { .. } => "too-many-limits",
         }
     }
 }

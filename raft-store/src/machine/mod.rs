@@ -29,6 +29,7 @@ mod outcome;
 mod proclaim;
 mod protect;
 mod query;
+mod ratelimit;
 mod release;
 mod session;
 mod snapshot;
@@ -39,6 +40,7 @@ pub use error::LeaseError;
 pub use lock::LockState;
 pub use outcome::{Event, Outcome, Reply};
 pub use query::{LockSummary, LockView, Validation};
+pub use ratelimit::{Bucket, LimitSpec};
 pub use snapshot::SnapshotError;
 pub use types::{
     EndReason, FencingToken, Finished, Grant, LogIndex, Mode, Origin, RequestId, Session,
@@ -211,6 +213,47 @@ pub enum Command {
         /// The new size (0: forget it).
         permits: u32,
     },
+    /// Defines a rate limit, or checks that an existing one has this spec.
+    DefineLimit {
+        /// Limit name.
+        name: String,
+        /// What it allows.
+        spec: LimitSpec,
+        /// The leader's rate clock, ns (see `ratelimit.rs`).
+        now_ns: u64,
+    },
+    /// Takes `n` tokens of a rate limit, or refuses with the wait until
+    /// they would fit; with `lease_ms`, reserves them as a block for the
+    /// client to spend within that time.
+    Take {
+        /// Limit name.
+        name: String,
+        /// Tokens.
+        n: u64,
+        /// Creates the limit with this spec on first use (a different
+        /// spec than the existing one's is refused).
+        spec: Option<LimitSpec>,
+        /// 0: spend now; otherwise a token lease of this many ms.
+        lease_ms: u64,
+        /// The leader's rate clock, ns.
+        now_ns: u64,
+    },
+    /// Returns the unspent tokens of a token lease.
+    ReturnTokens {
+        /// Limit name.
+        name: String,
+        /// The lease (the index of the take that made it).
+        lease: LogIndex,
+        /// Tokens not spent.
+        unused: u64,
+        /// The leader's rate clock, ns.
+        now_ns: u64,
+    },
+    /// Forgets a rate limit.
+    DeleteLimit {
+        /// Limit name.
+        name: String,
+    },
 }
 
 impl Command {
@@ -232,6 +275,10 @@ impl Command {
             Command::EndHold { .. } => "end_hold",
             Command::EndLockDelay { .. } => "end_lock_delay",
             Command::Resize { .. } => "resize",
+            Command::DefineLimit { .. } => "define_limit",
+            Command::Take { .. } => "take",
+            Command::ReturnTokens { .. } => "return_tokens",
+            Command::DeleteLimit { .. } => "delete_limit",
         }
     }
 
@@ -277,6 +324,12 @@ pub struct LeaseMachine {
     /// Semaphore sizes set by `Resize`, which outlive the locks' holders.
     #[serde(default)]
     sizes: BTreeMap<String, u32>,
+    /// The highest rate-clock time applied, ns (`ratelimit.rs`).
+    #[serde(default)]
+    rate_clock_ns: u64,
+    /// Rate limits by name.
+    #[serde(default)]
+    buckets: BTreeMap<String, ratelimit::Bucket>,
 }
 
 impl LeaseMachine {
@@ -346,6 +399,30 @@ impl LeaseMachine {
             Command::Resize { name, permits } => {
                 self.resize(name, *permits, index, at_ms, &mut events)
             }
+            Command::DefineLimit { name, spec, now_ns } => self.define_limit(name, *spec, *now_ns),
+            Command::Take {
+                name,
+                n,
+                spec,
+                lease_ms,
+                now_ns,
+            } => {
+                let take = ratelimit::Take {
+                    name,
+                    n: *n,
+                    now_ns: *now_ns,
+                    spec: *spec,
+                    lease_ms: *lease_ms,
+                };
+                self.take(take, index)
+            }
+            Command::ReturnTokens {
+                name,
+                lease,
+                unused,
+                now_ns,
+            } => self.return_tokens(name, *lease, *unused, *now_ns),
+            Command::DeleteLimit { name } => self.delete_limit(name),
         };
         Outcome { reply, events }
     }

@@ -2,7 +2,7 @@
 //! for everyone else (waiting acquisitions, observers of an election).
 
 use super::error::LeaseError;
-use super::types::{EndReason, FencingToken, Grant, RequestId, SessionId, WaitEnd};
+use super::types::{EndReason, FencingToken, Grant, LogIndex, RequestId, SessionId, WaitEnd};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -81,6 +81,36 @@ pub enum Reply {
     Resized {
         /// Waiters a larger size let in.
         granted: Vec<Grant>,
+    },
+    /// A rate limit exists with the spec asked for.
+    LimitDefined {
+        /// This command created it.
+        created: bool,
+    },
+    /// Tokens admitted.
+    Taken {
+        /// How many.
+        n: u64,
+        /// Tokens left to take at once now.
+        remaining: u64,
+        /// The token lease they were reserved under, if asked for.
+        lease: Option<LogIndex>,
+    },
+    /// A take refused: the tokens would fit after this long on the rate
+    /// clock.
+    TakeRefused {
+        /// The wait, ns.
+        retry_after_ns: u64,
+    },
+    /// Unspent tokens of a lease credited back.
+    Returned {
+        /// How many (0 for a lease already returned or forgotten).
+        credited: u64,
+    },
+    /// A rate limit forgotten.
+    LimitDeleted {
+        /// It existed.
+        existed: bool,
     },
 }
 
@@ -211,6 +241,17 @@ impl fmt::Display for Reply {
                 write!(f, "lock-delay-ended granted={}", granted.len())
             }
             Reply::Resized { granted } => write!(f, "resized granted={}", granted.len()),
+            Reply::LimitDefined { created } => write!(f, "limit-defined created={created}"),
+            Reply::Taken {
+                n,
+                remaining,
+                lease,
+            } => write!(f, "taken n={n} remaining={remaining} lease={lease:?}"),
+            Reply::TakeRefused { retry_after_ns } => {
+                write!(f, "take-refused retry_after_ns={retry_after_ns}")
+            }
+            Reply::Returned { credited } => write!(f, "returned credited={credited}"),
+            Reply::LimitDeleted { existed } => write!(f, "limit-deleted existed={existed}"),
         }
     }
 }

@@ -120,3 +120,21 @@ pub fn terms(mode: super::Mode, terms: &super::Terms) -> Result<(), LeaseError> 
     };
     Err(LeaseError::InvalidArgument(reason))
 }
+
+/// A rate limit's parameters: a positive rate over a positive period, and
+/// a burst of at least one token, within the hard bounds.
+pub fn limit_spec(spec: &super::LimitSpec) -> Result<(), LeaseError> {
+    let reason = if spec.rate == 0 || spec.rate > limits::MAX_RATE {
+        format!("rate must lie within 1..={}", limits::MAX_RATE)
+    } else if spec.per_ms == 0 || spec.per_ms > limits::MAX_RATE_PERIOD_MS {
+        format!(
+            "the period must lie within 1..={} ms",
+            limits::MAX_RATE_PERIOD_MS
+        )
+    } else if spec.burst == 0 || spec.burst > limits::MAX_BURST {
+        format!("burst must lie within 1..={}", limits::MAX_BURST)
+    } else {
+        return Ok(());
+    };
+    Err(LeaseError::InvalidArgument(reason))
+}

@@ -10,7 +10,9 @@
 
 use super::invariants::{checked_apply, Tracker};
 use raftlock_proto::limits;
-use raftlock_store::machine::{Command, LeaseMachine, Mode, Reply, RequestId, SessionId, Terms};
+use raftlock_store::machine::{
+    Command, LeaseMachine, LimitSpec, Mode, Reply, RequestId, SessionId, Terms,
+};
 
 /// A source of choices.
 pub trait Draw {
@@ -292,6 +294,93 @@ impl Driver {
         vec![d.byte(); len]
     }
 
+    /// A rate-limit command: define, take (now or as a lease), return,
+    /// delete; on the rate clock, usually ahead of the machine's, now and
+    /// then behind it (a deposed leader's late value).
+    fn rate_command(&self, d: &mut impl Draw) -> Command {
+        let clock = self.machine.rate_clock_ns();
+        let now_ns = match d.byte() % 8 {
+            0 => clock.saturating_sub(1_000_000_000),
+            1 => clock,
+            2 => clock.saturating_add(1),
+            3 | 4 => clock.saturating_add(1_000_000),
+            5 | 6 => clock.saturating_add(250_000_000),
+            _ => clock.saturating_add(5_000_000_000),
+        };
+        let name = pick_usually(d, &["r1".to_string(), "r2".to_string()], &self.names.1);
+        let spec = pick_usually(
+            d,
+            &[
+                LimitSpec {
+                    rate: 10,
+                    per_ms: 1_000,
+                    burst: 5,
+                },
+                LimitSpec {
+                    rate: 3,
+                    per_ms: 7,
+                    burst: 2,
+                },
+            ],
+            &[
+                LimitSpec {
+                    rate: 0,
+                    per_ms: 1_000,
+                    burst: 5,
+                },
+                LimitSpec {
+                    rate: 1,
+                    per_ms: 0,
+                    burst: 1,
+                },
+                LimitSpec {
+                    rate: 1,
+                    per_ms: 1,
+                    burst: 0,
+                },
+                LimitSpec {
+                    rate: limits::MAX_RATE,
+                    per_ms: 1,
+                    burst: limits::MAX_BURST,
+                },
+                LimitSpec {
+                    rate: 1,
+                    per_ms: limits::MAX_RATE_PERIOD_MS,
+                    burst: 1,
+                },
+            ],
+        );
+        match d.byte() % 8 {
+            0 => Command::DefineLimit { name, spec, now_ns },
+            1..=5 => Command::Take {
+                name,
+                n: pick_usually(d, &[1, 1, 2, 5], &[0, 6, u64::MAX]),
+                spec: (d.byte() < 200).then_some(spec),
+                lease_ms: pick_usually(d, &[0, 0, 0, 500], &[limits::MAX_TOKEN_LEASE_MS + 1]),
+                now_ns,
+            },
+            6 => {
+                let leases: Vec<(u64, u64)> = self
+                    .machine
+                    .rate_limit(&name)
+                    .map(|b| b.leases.iter().map(|(id, (n, _))| (*id, *n)).collect())
+                    .unwrap_or_default();
+                let (lease, reserved) = if leases.is_empty() {
+                    (1, 1)
+                } else {
+                    pick(d, &leases)
+                };
+                Command::ReturnTokens {
+                    name,
+                    lease,
+                    unused: pick(d, &[0, reserved / 2, reserved, reserved + 1]),
+                    now_ns,
+                }
+            }
+            _ => Command::DeleteLimit { name },
+        }
+    }
+
     /// An acquire by `session`, sometimes with terms beyond a plain hold.
     fn acquire(&self, d: &mut impl Draw, session: SessionId) -> Command {
         let plain = self.plain_acquire(d, session);
@@ -503,7 +592,8 @@ impl Driver {
                 let session = self.session(d);
                 self.acquire(d, session)
             }
-            116..=139 => self.sequenced(d),
+            116..=131 => self.sequenced(d),
+            132..=139 => self.rate_command(d),
             140..=179 => {
                 let session = self.session(d);
                 let name = self.name(d);

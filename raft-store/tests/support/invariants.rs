@@ -318,6 +318,26 @@ fn check_invariants_with(m: &LeaseMachine, snapshot: &[u8]) -> Result<(), String
             "validate({name:?}, current token) = {v:?}"
         );
     }
+    for (name, b) in m.rate_limits() {
+        ensure!(name_ok(name), "a rate limit has the invalid name {name:?}");
+        let t = u128::from(b.spec.interval_ns());
+        ensure!(
+            u128::from(b.tat_ns) <= u128::from(m.rate_clock_ns()) + u128::from(b.spec.burst) * t,
+            "rate limit {name:?} has taken more than its burst ahead of the rate clock"
+        );
+        ensure!(
+            b.leases.len() <= limits::MAX_TOKEN_LEASES_PER_LIMIT,
+            "rate limit {name:?} has {} leases",
+            b.leases.len()
+        );
+        ensure!(
+            b.leases
+                .values()
+                .all(|(n, _)| *n >= 1 && *n <= b.spec.burst),
+            "rate limit {name:?} has a lease outside 1..=burst: {:?}",
+            b.leases
+        );
+    }
     let listed: Vec<String> = m
         .list("", "", usize::MAX)
         .into_iter()
@@ -861,6 +881,62 @@ fn check_reply(
                     "a grant in the reply has no event"
                 );
             }
+        }
+        Reply::LimitDefined { .. } | Reply::LimitDeleted { .. } => {}
+        Reply::Taken { n, lease, .. } => {
+            let Command::Take { name, lease_ms, .. } = cmd else {
+                return Err("Taken answers another command".into());
+            };
+            let b = after
+                .rate_limit(name)
+                .ok_or("a take admitted from no limit")?;
+            ensure!(
+                *n >= 1 && *n <= b.spec.burst,
+                "admitted {n} tokens of burst {}",
+                b.spec.burst
+            );
+            let was = before.rate_limit(name).map_or(0, |b| b.admitted);
+            ensure!(
+                b.admitted == was + n,
+                "admitted count went from {was} to {}",
+                b.admitted
+            );
+            ensure!(
+                lease.is_some() == (*lease_ms > 0)
+                    && lease.is_none_or(|id| b.leases.get(&id).is_some_and(|(k, _)| k == n)),
+                "a take with lease_ms {lease_ms} answered lease {lease:?}"
+            );
+        }
+        Reply::TakeRefused { .. } => {
+            let Command::Take { name, .. } = cmd else {
+                return Err("TakeRefused answers another command".into());
+            };
+            let (b, a) = (before.rate_limit(name), after.rate_limit(name));
+            ensure!(
+                a.is_some_and(
+                    |a| b.is_none_or(|b| a.tat_ns == b.tat_ns && a.admitted == b.admitted)
+                ),
+                "a refused take changed what the limit admitted"
+            );
+        }
+        Reply::Returned { credited } => {
+            let Command::ReturnTokens { name, lease, .. } = cmd else {
+                return Err("Returned answers another command".into());
+            };
+            let reserved = before
+                .rate_limit(name)
+                .and_then(|b| b.leases.get(lease))
+                .map_or(0, |(n, _)| *n);
+            ensure!(
+                *credited <= reserved,
+                "credited {credited} of a lease of {reserved}"
+            );
+            ensure!(
+                after
+                    .rate_limit(name)
+                    .is_some_and(|b| !b.leases.contains_key(lease)),
+                "a returned lease is still outstanding"
+            );
         }
         Reply::LockDelayEnded { granted } | Reply::Resized { granted } => {
             let name = match cmd {
