@@ -115,6 +115,13 @@ pub enum Error {
     /// A fault of the server's own.
     #[error("internal server error: {0}")]
     Internal(String),
+    /// No rate limit of this name: define it, or take with its rate and
+    /// burst.
+    #[error("rate limit not found: {0}")]
+    LimitNotFound(String),
+    /// A rate limit of this name exists with other parameters.
+    #[error("rate limit conflict: {0}")]
+    LimitConflict(String),
     /// The TLS settings are unusable (unreadable or invalid PEM).
     #[error("tls: {0}")]
     Tls(String),
@@ -187,6 +194,8 @@ impl Error {
             Reason::LearnerNotCaughtUp => Error::LearnerNotCaughtUp(msg),
             Reason::WatchCompacted => Error::WatchCompacted(msg),
             Reason::Internal => Error::Internal(msg),
+            Reason::LimitNotFound => Error::LimitNotFound(msg),
+            Reason::LimitConflict => Error::LimitConflict(msg),
             // A reason this library does not know yet (a newer server).
             _ => Error::Server {
                 code: s.code(),

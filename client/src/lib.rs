@@ -122,6 +122,7 @@ mod keepalive;
 mod lease;
 mod lock;
 mod pipeline;
+mod ratelimit;
 mod session;
 mod transport;
 mod types;
@@ -133,6 +134,7 @@ pub use election::{Candidate, Election, Leadership};
 pub use error::Error;
 pub use lease::safety_margin;
 pub use lock::{LockBuilder, LockGuard};
+pub use ratelimit::{Admission, LimitInfo, RateLimit, TokenLease};
 pub use session::Session;
 pub use transport::{Options, Tls};
 pub use types::{

@@ -326,7 +326,7 @@ pub struct Status {
 }
 
 /// A duration as whole milliseconds, as the API and the CLI's JSON say them.
-fn as_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn as_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(d.as_millis() as u64)
 }
 

@@ -119,6 +119,9 @@ pub fn lease_reason(e: &LeaseError) -> Reason {
         LeaseError::TooManyUnacknowledged { .. } => Reason::TooManyUnacknowledged,
         LeaseError::PermitsExceeded { .. } => Reason::PermitsMismatch,
         LeaseError::TooManySizes { .. } => Reason::TooManyLocks,
+        LeaseError::LimitNotFound { .. } => Reason::LimitNotFound,
+        LeaseError::LimitConflict { .. } => Reason::LimitConflict,
+        LeaseError::TooManyLimits { .. } => Reason::LimitExceeded,
     }
 }
 

@@ -13,7 +13,7 @@ use crate::network::PeerNetwork;
 use crate::node::Node;
 use raftlock_proto::v1::{
     cluster_server::ClusterServer, election_server::ElectionServer, lock_server::LockServer,
-    raft_server::RaftServer, session_server::SessionServer,
+    raft_server::RaftServer, rate_limit_server::RateLimitServer, session_server::SessionServer,
 };
 use raftlock_store::data_dir::{DataDir, DataDirError};
 use raftlock_store::{open_storage_with, NodeInfo, Raft};
@@ -227,6 +227,9 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         .set_serving::<ElectionServer<ElectionService>>()
         .await;
     health.set_serving::<ClusterServer<ClusterService>>().await;
+    health
+        .set_serving::<RateLimitServer<crate::grpc::ratelimit::RateLimitService>>()
+        .await;
     // Both reflection versions: grpcurl speaks v1, many libraries
     // (Python's grpcio-reflection among them) still v1alpha.
     let reflection = || {
@@ -287,6 +290,11 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
             ))
             .add_service(InterceptedService::new(
                 ElectionServer::new(ElectionService::new(locks.clone()))
+                    .max_decoding_message_size(max),
+                authenticate.clone(),
+            ))
+            .add_service(InterceptedService::new(
+                RateLimitServer::new(crate::grpc::ratelimit::RateLimitService::new(locks.clone()))
                     .max_decoding_message_size(max),
                 authenticate.clone(),
             ))

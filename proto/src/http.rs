@@ -131,6 +131,41 @@ pub const ROUTES: &[Route] = &[
         )
     },
     call(
+        "/v1/ratelimit/take",
+        "raftlock.v1.RateLimit/Take",
+        "TakeRequest",
+        "TakeResponse",
+        "Take tokens of a rate limit (creating it with `limit` on first use), or learn after how long they would be admitted; with waitTimeoutMs the request stays open until they are; with leaseMs they are a block to spend locally.",
+    ),
+    call(
+        "/v1/ratelimit/return",
+        "raftlock.v1.RateLimit/Return",
+        "ReturnTokensRequest",
+        "ReturnTokensResponse",
+        "Give back the unspent tokens of a token lease.",
+    ),
+    call(
+        "/v1/ratelimit/define",
+        "raftlock.v1.RateLimit/Define",
+        "DefineLimitRequest",
+        "DefineLimitResponse",
+        "Create a rate limit ahead of time, or check an existing one has these parameters.",
+    ),
+    call(
+        "/v1/ratelimit/describe",
+        "raftlock.v1.RateLimit/Describe",
+        "DescribeLimitRequest",
+        "DescribeLimitResponse",
+        "A rate limit's parameters, tokens available now and totals (linearizable).",
+    ),
+    call(
+        "/v1/ratelimit/delete",
+        "raftlock.v1.RateLimit/Delete",
+        "DeleteLimitRequest",
+        "DeleteLimitResponse",
+        "Forget a rate limit (admin right).",
+    ),
+    call(
         "/v1/election/campaign",
         "raftlock.v1.Election/Campaign",
         "CampaignRequest",

@@ -96,11 +96,17 @@ pub enum Reason {
     WatchCompacted,
     /// A fault of the server's own. INTERNAL.
     Internal,
+    /// No rate limit of this name, and the take did not say how to create
+    /// it. NOT_FOUND.
+    LimitNotFound,
+    /// A rate limit of this name exists with other parameters.
+    /// FAILED_PRECONDITION.
+    LimitConflict,
 }
 
 impl Reason {
     /// Every reason.
-    pub const ALL: [Reason; 28] = [
+    pub const ALL: [Reason; 30] = [
         Reason::NotLeader,
         Reason::NoQuorum,
         Reason::Stopping,
@@ -129,6 +135,8 @@ impl Reason {
         Reason::LearnerNotCaughtUp,
         Reason::WatchCompacted,
         Reason::Internal,
+        Reason::LimitNotFound,
+        Reason::LimitConflict,
     ];
 
     /// The wire form.
@@ -162,6 +170,8 @@ impl Reason {
             Reason::LearnerNotCaughtUp => "LEARNER_NOT_CAUGHT_UP",
             Reason::WatchCompacted => "WATCH_COMPACTED",
             Reason::Internal => "INTERNAL",
+            Reason::LimitNotFound => "LIMIT_NOT_FOUND",
+            Reason::LimitConflict => "LIMIT_CONFLICT",
         }
     }
 
@@ -177,14 +187,17 @@ impl Reason {
             Reason::InvalidName | Reason::TtlOutOfRange | Reason::InvalidArgument => {
                 Code::InvalidArgument
             }
-            Reason::SessionNotFound | Reason::WaitNotFound => Code::NotFound,
+            Reason::SessionNotFound | Reason::WaitNotFound | Reason::LimitNotFound => {
+                Code::NotFound
+            }
             Reason::NotHolder
             | Reason::StaleToken
             | Reason::PermitsMismatch
             | Reason::RequestReleased
             | Reason::RequestFinished
             | Reason::RequestAcknowledged
-            | Reason::MembershipChangeRefused => Code::FailedPrecondition,
+            | Reason::MembershipChangeRefused
+            | Reason::LimitConflict => Code::FailedPrecondition,
             Reason::AlreadyHeld | Reason::AlreadyWaiting => Code::AlreadyExists,
             Reason::WaitCancelled | Reason::WaitTimedOut | Reason::LearnerNotCaughtUp => {
                 Code::DeadlineExceeded

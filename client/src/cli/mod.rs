@@ -10,6 +10,7 @@ mod elect;
 mod list;
 mod lock;
 mod members;
+mod rate;
 mod snapshot;
 mod status;
 mod validate;
@@ -31,6 +32,7 @@ use raftlock_client::Client;
     raftlock leader scheduler --output json\n  \
     raftlock describe jobs/nightly --output json\n  \
     raftlock validate jobs/nightly 4711\n  \
+    raftlock rate partner-api --rate 10/s --burst 5 --wait 2s -- ./call-partner.sh\n  \
     raftlock completions bash > /etc/bash_completion.d/raftlock\n\n\
 Exit status:\n  \
     0      success (lock/elect: the command's own status is passed on)\n  \
@@ -38,7 +40,8 @@ Exit status:\n  \
     2      bad command line\n  \
     3      validate: token not current; leader: no leader\n  \
     5      status: some node unreachable, lagging or without a leader\n  \
-    75     lock: not acquired (held elsewhere with --timeout 0s, or the wait timed out)\n  \
+    75     lock: not acquired (held elsewhere with --timeout 0s, or the wait timed out);\n  \
+           rate: not admitted\n  \
     76     lock/elect: lock or leadership lost while the command ran; it was stopped"
 )]
 pub struct Cli {
@@ -126,6 +129,9 @@ pub enum Command {
     Elect(elect::ElectArgs),
     /// Show an election's current leader.
     Leader(elect::LeaderArgs),
+    /// Take tokens of a rate limit (creating it with --rate and --burst),
+    /// optionally waiting; run a command only when admitted.
+    Rate(rate::Args),
     /// Print an election's leader, then every change, until Ctrl-C.
     Observe(elect::LeaderArgs),
     /// List or change the cluster's members.
@@ -243,6 +249,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Lock(a) => lock::run(&cli, a).await,
         Command::Elect(a) => elect::elect(&cli, a).await,
         Command::Leader(a) => elect::leader(&cli, a).await,
+        Command::Rate(a) => rate::run(&cli, a).await,
         Command::Observe(a) => elect::observe(&cli, a).await,
         Command::Members(a) => members::run(&cli, a).await,
         Command::TransferLeader(a) => members::transfer(&cli, a).await,

@@ -7,6 +7,7 @@ pub mod election;
 pub mod lock;
 pub mod metrics;
 pub mod raft;
+pub mod ratelimit;
 pub mod session;
 
 /// A slot for one more long-lived stream (keep-alive, observe, watch) on

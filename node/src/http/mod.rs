@@ -19,6 +19,7 @@ pub use error::HttpError;
 use crate::auth::{Caller, SharedAuth};
 use crate::error::NodeError;
 use crate::grpc::convert::{describe_response, grant, sessions_response, summary, watch_response};
+use crate::grpc::ratelimit;
 use crate::locks::{Acquired, Locks};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
@@ -55,6 +56,11 @@ pub fn router(locks: Locks, auth: SharedAuth, max_body: usize) -> Router {
         .route("/v1/lock/validate", post(validate))
         .route("/v1/lock/force-release", post(force_release))
         .route("/v1/lock/resize", post(resize))
+        .route("/v1/ratelimit/take", post(take))
+        .route("/v1/ratelimit/return", post(return_tokens))
+        .route("/v1/ratelimit/define", post(define_limit))
+        .route("/v1/ratelimit/describe", post(describe_limit))
+        .route("/v1/ratelimit/delete", post(delete_limit))
         .route("/v1/lock/watch", post(watch))
         .route("/v1/election/campaign", post(campaign))
         .route("/v1/election/proclaim", post(proclaim))
@@ -237,6 +243,38 @@ async fn resize(State(api): State<Api>, c: Call<pb::ResizeRequest>) -> Answer {
     Ok(json(&pb::ResizeResponse {
         granted: granted.iter().map(grant).collect(),
     }))
+}
+
+async fn take(State(api): State<Api>, c: Call<pb::TakeRequest>) -> Answer {
+    let t = api.locks.take(&c.caller, c.body.into()).await?;
+    Ok(json(&ratelimit::take_response(&t)))
+}
+
+async fn return_tokens(State(api): State<Api>, c: Call<pb::ReturnTokensRequest>) -> Answer {
+    let credited = api
+        .locks
+        .return_tokens(&c.caller, &c.body.name, c.body.lease_id, c.body.unused)
+        .await?;
+    Ok(json(&pb::ReturnTokensResponse { credited }))
+}
+
+async fn define_limit(State(api): State<Api>, c: Call<pb::DefineLimitRequest>) -> Answer {
+    let spec = ratelimit::required_spec(c.body.limit.as_ref())?;
+    let created = api
+        .locks
+        .define_limit(&c.caller, &c.body.name, spec)
+        .await?;
+    Ok(json(&pb::DefineLimitResponse { created }))
+}
+
+async fn describe_limit(State(api): State<Api>, c: Call<pb::DescribeLimitRequest>) -> Answer {
+    let v = api.locks.describe_limit(&c.caller, &c.body.name).await?;
+    Ok(json(&ratelimit::describe_limit_response(c.body.name, &v)))
+}
+
+async fn delete_limit(State(api): State<Api>, c: Call<pb::DeleteLimitRequest>) -> Answer {
+    let existed = api.locks.delete_limit(&c.caller, &c.body.name).await?;
+    Ok(json(&pb::DeleteLimitResponse { existed }))
 }
 
 async fn campaign(State(api): State<Api>, c: Call<pb::CampaignRequest>) -> Answer {

@@ -12,6 +12,7 @@
 mod acquire;
 mod elections;
 pub mod lease;
+pub mod rates;
 mod reads;
 mod sessions;
 pub mod waits;
@@ -35,6 +36,7 @@ pub struct Locks {
     waits: Arc<Waits>,
     leases: Arc<LeaseDriver>,
     watches: Arc<watch::WatchHub>,
+    rates: Arc<rates::Rates>,
 }
 
 impl Locks {
@@ -51,6 +53,7 @@ impl Locks {
             waits,
             leases,
             watches,
+            rates: Arc::default(),
         }
     }
 

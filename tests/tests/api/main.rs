@@ -10,6 +10,7 @@ mod http;
 mod pipeline;
 mod protections;
 mod python_client;
+mod ratelimit;
 mod reasons;
 mod reasons_more;
 mod typescript_client;

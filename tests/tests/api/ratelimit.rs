@@ -1,0 +1,305 @@
+//! Rate limits on real clusters: what is admitted stays within
+//! `rate × span + burst` at 1, 16 and 64 clients and through a leader kill;
+//! bad parameters and unknown limits get precise errors and change
+//! nothing; token leases give back what was not spent; the CLI runs a
+//! command only when admitted.
+
+use raftlock_client::{Client, Error, RateLimit};
+use raftlock_tests::{binary, Cluster};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Rate 50/s, burst 10: the limit the load tests share.
+fn limit(client: &Client, name: &str) -> RateLimit {
+    client
+        .rate_limit(name)
+        .rate(50, Duration::from_secs(1))
+        .burst(10)
+}
+
+/// One admitted take: when it was sent and when its answer came.
+type Admitted = (Instant, Instant);
+
+/// `clients` tasks take one token at a time for `run`, each on its own
+/// client connection every fourth task; returns the admitted takes.
+async fn load(cluster: &Cluster, name: &str, clients: usize, run: Duration) -> Vec<Admitted> {
+    let mut conns = Vec::new();
+    for _ in 0..clients.div_ceil(4) {
+        conns.push(cluster.client().await);
+    }
+    let admitted = Arc::new(Mutex::new(Vec::new()));
+    let end = Instant::now() + run;
+    let mut tasks = Vec::new();
+    for i in 0..clients {
+        let l = limit(&conns[i / 4], name);
+        let admitted = admitted.clone();
+        tasks.push(tokio::spawn(async move {
+            while Instant::now() < end {
+                let sent = Instant::now();
+                match l.try_take(1).await {
+                    Ok(a) if a.admitted => admitted.lock().unwrap().push((sent, Instant::now())),
+                    // Not yet: come back when it would fit.
+                    Ok(a) => {
+                        tokio::time::sleep(a.retry_after.min(Duration::from_millis(200))).await
+                    }
+                    // A leader change: the library retried for its deadline.
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let v = admitted.lock().unwrap().clone();
+    v
+}
+
+/// The promise, judged from what clients saw: the takes sent at or after
+/// `a` and answered by `b` were admitted within `[a, b]`, so there are at
+/// most `50 × (b − a) + 10` of them (with 1 % for the clocks' rates).
+fn check_bound(admitted: &[Admitted]) {
+    for (a, _) in admitted {
+        for (_, b) in admitted {
+            if b <= a {
+                continue;
+            }
+            let inside = admitted.iter().filter(|(s, r)| s >= a && r <= b).count() as f64;
+            let bound = 50.0 * (*b - *a).as_secs_f64() * 1.01 + 10.0;
+            assert!(
+                inside <= bound,
+                "{inside} takes admitted within {:?}, more than the bound {bound:.1}",
+                *b - *a
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn admitted_takes_stay_within_the_bound_at_1_16_and_64_clients() {
+    let cluster = Cluster::start(3).await;
+    for clients in [1usize, 16, 64] {
+        let name = format!("rl/load-{clients}");
+        let run = Duration::from_secs(3);
+        let started = Instant::now();
+        let admitted = load(&cluster, &name, clients, run).await;
+        check_bound(&admitted);
+        let span = started.elapsed().as_secs_f64();
+        let n = admitted.len() as f64;
+        assert!(n <= 50.0 * span * 1.01 + 10.0, "{n} admitted in {span:.2}s");
+        // And the limit is not starved: most of what it allows is taken.
+        assert!(
+            n >= 50.0 * run.as_secs_f64() * 0.6,
+            "{clients} clients got only {n} tokens in {run:?} at 50/s"
+        );
+        let client = cluster.client().await;
+        let info = limit(&client, &name).describe().await.unwrap();
+        assert_eq!(
+            info.admitted,
+            admitted.len() as u64,
+            "the server counts what clients got"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_leader_kill_mid_run_stays_within_the_bound() {
+    let mut cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    let name = "rl/failover";
+    limit(&client, name).define().await.unwrap();
+    let defined = Instant::now();
+    let loader = {
+        let conns: Vec<Client> = vec![cluster.client().await, cluster.client().await];
+        let admitted = Arc::new(Mutex::new(Vec::new()));
+        let end = Instant::now() + Duration::from_secs(6);
+        let mut tasks = Vec::new();
+        for i in 0..16 {
+            let l = limit(&conns[i % 2], name);
+            let admitted = admitted.clone();
+            tasks.push(tokio::spawn(async move {
+                while Instant::now() < end {
+                    let sent = Instant::now();
+                    match l.try_take(1).await {
+                        Ok(a) if a.admitted => {
+                            admitted.lock().unwrap().push((sent, Instant::now()))
+                        }
+                        Ok(a) => {
+                            tokio::time::sleep(a.retry_after.min(Duration::from_millis(200))).await
+                        }
+                        Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                    }
+                }
+            }));
+        }
+        (tasks, admitted)
+    };
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let leader = cluster.wait_for_leader(Duration::from_secs(10)).await;
+    cluster.kill(leader);
+    cluster
+        .wait_for_new_leader(leader, Duration::from_secs(20))
+        .await;
+    let (tasks, admitted) = loader;
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let admitted = admitted.lock().unwrap().clone();
+    check_bound(&admitted);
+    // Everything the cluster admitted, acknowledged or not (answers lost in
+    // the kill included), fits the bound over the whole run.
+    let info = limit(&client, name).describe().await.unwrap();
+    let span = defined.elapsed().as_secs_f64();
+    assert!(
+        info.admitted as f64 <= 50.0 * span * 1.01 + 10.0,
+        "the cluster admitted {} in {span:.2}s at 50/s with burst 10",
+        info.admitted
+    );
+    assert!(info.admitted >= admitted.len() as u64);
+    assert!(
+        admitted.len() >= 100,
+        "only {} takes admitted in 6 s with a failover",
+        admitted.len()
+    );
+}
+
+#[tokio::test]
+async fn bad_parameters_and_unknown_limits_get_precise_errors_and_change_nothing() {
+    let cluster = Cluster::start(1).await;
+    let client = cluster.client().await;
+    let err = client.rate_limit("rl/none").try_take(1).await.unwrap_err();
+    assert!(matches!(err, Error::LimitNotFound(_)), "{err:?}");
+    let zero = client
+        .rate_limit("rl/a")
+        .rate(0, Duration::from_secs(1))
+        .burst(5);
+    let err = zero.try_take(1).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+    let a = limit(&client, "rl/a");
+    let err = a.try_take(11).await.unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument(_)),
+        "n above the burst: {err:?}"
+    );
+    let err = client.rate_limit("rl/a").describe().await.unwrap_err();
+    assert!(
+        matches!(err, Error::LimitNotFound(_)),
+        "nothing was created: {err:?}"
+    );
+
+    assert!(a.define().await.unwrap());
+    assert!(!a.define().await.unwrap(), "defining it again is a no-op");
+    let other = client
+        .rate_limit("rl/a")
+        .rate(50, Duration::from_secs(1))
+        .burst(11);
+    let err = other.try_take(1).await.unwrap_err();
+    assert!(matches!(err, Error::LimitConflict(_)), "{err:?}");
+    let info = a.describe().await.unwrap();
+    assert_eq!(
+        (info.rate, info.per_ms, info.burst, info.admitted),
+        (50, 1_000, 10, 0)
+    );
+    assert_eq!(info.available, 10);
+
+    // A wait is served: 10 now, then the 11th after ~20 ms.
+    for _ in 0..10 {
+        assert!(a.try_take(1).await.unwrap().admitted);
+    }
+    let refused = a.try_take(1).await.unwrap();
+    assert!(
+        !refused.admitted && refused.retry_after > Duration::ZERO,
+        "{refused:?}"
+    );
+    let waited = a.take(1, Duration::from_secs(2)).await.unwrap();
+    assert!(waited.admitted);
+    assert!(client.rate_limit("rl/a").delete().await.unwrap());
+}
+
+#[tokio::test]
+async fn a_token_lease_is_one_write_for_a_block_and_gives_back_what_was_not_spent() {
+    let cluster = Cluster::start(1).await;
+    let client = cluster.client().await;
+    let l = client
+        .rate_limit("rl/block")
+        .rate(10, Duration::from_secs(60))
+        .burst(10);
+    let block = l
+        .reserve(8, Duration::from_secs(2))
+        .await
+        .unwrap()
+        .expect("8 of 10 fit");
+    assert_eq!(
+        l.describe().await.unwrap().available,
+        2,
+        "the block counts at once"
+    );
+    assert!(l
+        .reserve(8, Duration::from_secs(2))
+        .await
+        .unwrap()
+        .is_none());
+    for _ in 0..3 {
+        assert!(block.try_spend());
+    }
+    assert_eq!(block.left(), 5);
+    assert_eq!(block.finish().await.unwrap(), 5);
+    let info = l.describe().await.unwrap();
+    assert_eq!((info.available, info.admitted, info.leases), (7, 3, 0));
+
+    // A block is not spent past its validity.
+    let short = l
+        .reserve(2, Duration::from_millis(300))
+        .await
+        .unwrap()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    assert!(!short.try_spend());
+}
+
+fn cli(cluster: &Cluster, args: &[&str]) -> std::process::Output {
+    Command::new(binary("raftlock"))
+        .env("RAFTLOCK_ENDPOINTS", cluster.endpoints().join(","))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_cli_runs_a_command_only_when_admitted() {
+    let cluster = Cluster::start(1).await;
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    let args = [
+        "rate", "rl/cli", "--rate", "1/m", "--burst", "1", "--", "sh", "-c", &touch,
+    ];
+    let first = cli(&cluster, &args);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(marker.exists());
+    std::fs::remove_file(&marker).unwrap();
+    let second = cli(&cluster, &args);
+    assert_eq!(
+        second.status.code(),
+        Some(75),
+        "not admitted within a minute's rate"
+    );
+    assert!(!marker.exists(), "the command did not run");
+    let out = cli(&cluster, &["rate", "rl/cli", "--describe"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("1 per 60000ms, burst 1") && text.contains("refused 1"),
+        "{text}"
+    );
+    let bad = cli(&cluster, &["rate", "rl/cli", "--rate", "0/s"]);
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "a zero rate is a bad command line"
+    );
+}
