@@ -4,6 +4,7 @@
 use raftlock_client::{Client, Error, LockGuard};
 use raftlock_proto::v1 as pb;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,48 @@ pub trait Backend: Send + Sync + 'static {
     async fn validate(&self, name: &str, token: u64) -> Result<bool, OpError>;
     /// Sets semaphore `name`'s size to `permits`.
     async fn resize(&self, name: &str, permits: u32) -> Result<(), OpError>;
+    /// Takes one token of rate limit `name` ([`RATE`] per [`RATE_PER`],
+    /// burst [`BURST`]), waiting up to `wait`: whether it was admitted,
+    /// and if not after how long it would be.
+    async fn take(&self, name: &str, wait: Option<Duration>) -> Result<(bool, Duration), OpError>;
+    /// Reserves a block of `n` tokens of `name` to spend within `validity`.
+    async fn reserve(
+        &self,
+        name: &str,
+        n: u64,
+        validity: Duration,
+    ) -> Result<Option<Box<dyn TokenBlock>>, OpError>;
+}
+
+/// Tokens per [`RATE_PER`] of the rate-limit workload's limit.
+pub const RATE: u64 = 20;
+/// The period of [`RATE`].
+pub const RATE_PER: Duration = Duration::from_secs(1);
+/// The burst of the rate-limit workload's limit.
+pub const BURST: u64 = 5;
+
+/// A block of reserved tokens, spent locally.
+#[tonic::async_trait]
+pub trait TokenBlock: Send + Sync {
+    /// Spends one token if the block has one and is still valid.
+    fn try_spend(&self) -> bool;
+    /// Gives back what is left.
+    async fn finish(self: Box<Self>);
+}
+
+#[tonic::async_trait]
+impl TokenBlock for raftlock_client::TokenLease {
+    fn try_spend(&self) -> bool {
+        raftlock_client::TokenLease::try_spend(self)
+    }
+
+    async fn finish(self: Box<Self>) {
+        let _ = raftlock_client::TokenLease::finish(*self).await;
+    }
+}
+
+fn rate_limit(client: &Client, name: &str) -> raftlock_client::RateLimit {
+    client.rate_limit(name).rate(RATE, RATE_PER).burst(BURST)
 }
 
 /// A session of a [`Backend`].
@@ -160,6 +203,29 @@ impl Backend for Real {
             .await
             .map(|_| ())
             .map_err(classify)
+    }
+
+    async fn take(&self, name: &str, wait: Option<Duration>) -> Result<(bool, Duration), OpError> {
+        let l = rate_limit(&self.client, name);
+        let a = match wait {
+            Some(w) => l.take(1, w).await,
+            None => l.try_take(1).await,
+        }
+        .map_err(classify)?;
+        Ok((a.admitted, a.retry_after))
+    }
+
+    async fn reserve(
+        &self,
+        name: &str,
+        n: u64,
+        validity: Duration,
+    ) -> Result<Option<Box<dyn TokenBlock>>, OpError> {
+        let lease = rate_limit(&self.client, name)
+            .reserve(n, validity)
+            .await
+            .map_err(classify)?;
+        Ok(lease.map(|l| Box::new(l) as Box<dyn TokenBlock>))
     }
 }
 
@@ -531,6 +597,51 @@ struct FakeState {
     counts: HashMap<u64, u32>,
     // name -> size set by a resize
     sizes: HashMap<String, u32>,
+    // name -> (tokens, when they were counted) of a rate limit
+    buckets: HashMap<String, (f64, Instant)>,
+}
+
+impl FakeState {
+    /// A token bucket; SplitBrain's second "leader" counts its own, so
+    /// twice the burst goes out at once.
+    fn take(&mut self, name: &str, n: u64, fault: Fault) -> Result<(bool, Duration), OpError> {
+        let burst = if fault == Fault::SplitBrain {
+            2 * BURST
+        } else {
+            BURST
+        } as f64;
+        let per_token = RATE_PER.as_secs_f64() / RATE as f64;
+        let now = Instant::now();
+        let (tokens, at) = self.buckets.entry(name.to_owned()).or_insert((burst, now));
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() / per_token).min(burst);
+        *at = now;
+        if *tokens >= n as f64 {
+            *tokens -= n as f64;
+            Ok((true, Duration::ZERO))
+        } else {
+            let wait = (n as f64 - *tokens) * per_token;
+            Ok((false, Duration::from_secs_f64(wait)))
+        }
+    }
+}
+
+/// A block of the fake's tokens.
+struct FakeBlock {
+    left: AtomicU64,
+    until: Instant,
+}
+
+#[tonic::async_trait]
+impl TokenBlock for FakeBlock {
+    fn try_spend(&self) -> bool {
+        Instant::now() < self.until
+            && self
+                .left
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |l| l.checked_sub(1))
+                .is_ok()
+    }
+
+    async fn finish(self: Box<Self>) {}
 }
 
 /// An in-memory lock service, correct or with one planted [`Fault`].
@@ -619,6 +730,40 @@ impl Backend for Fake {
         st.index();
         st.sizes.insert(name.to_owned(), permits);
         Ok(())
+    }
+
+    async fn take(&self, name: &str, wait: Option<Duration>) -> Result<(bool, Duration), OpError> {
+        let give_up = Instant::now() + wait.unwrap_or_default();
+        loop {
+            let r = self
+                .state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take(name, 1, self.fault)?;
+            if r.0 || Instant::now() + r.1 > give_up {
+                return Ok(r);
+            }
+            tokio::time::sleep(r.1).await;
+        }
+    }
+
+    async fn reserve(
+        &self,
+        name: &str,
+        n: u64,
+        validity: Duration,
+    ) -> Result<Option<Box<dyn TokenBlock>>, OpError> {
+        let (admitted, _) = self
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take(name, n, self.fault)?;
+        Ok(admitted.then(|| {
+            Box::new(FakeBlock {
+                left: AtomicU64::new(n),
+                until: Instant::now() + validity,
+            }) as Box<dyn TokenBlock>
+        }))
     }
 
     async fn holders(&self, name: &str) -> Result<Vec<u64>, OpError> {

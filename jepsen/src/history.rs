@@ -73,6 +73,16 @@ pub enum F {
     Lost,
     /// Set semaphore `lock`'s size: `value` = `{"permits": n}`.
     Resize,
+    /// Take one token of rate limit `lock` (`value` = its `rate`, `per_ms`,
+    /// `burst`, and `lease_ms` of the workload's token leases); the `ok`
+    /// says `{"admitted": bool}`.
+    Take,
+    /// Reserve a block of `{"n": k}` tokens of rate limit `lock` to spend
+    /// locally; the `ok` says `{"admitted": bool}`.
+    Reserve,
+    /// Spend one token of a reserved block, at this moment (invoke and ok
+    /// at once): what the client acted on.
+    Spend,
 }
 
 /// One record of the history.

@@ -246,6 +246,7 @@ async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
                     (workload::Kind::Fenced, nemesis::Kind::Pause, t),
                     (workload::Kind::Election, nemesis::Kind::Partition, t),
                     (workload::Kind::Semaphore, nemesis::Kind::Membership, t),
+                    (workload::Kind::RateLimit, nemesis::Kind::Kill, t),
                 ]
             } else {
                 anyhow::bail!("say --short or --long");

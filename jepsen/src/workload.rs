@@ -28,11 +28,22 @@ pub enum Kind {
     Election,
     /// A counting semaphore.
     Semaphore,
+    /// Takes of a rate limit (one token at a time, some waiting), and
+    /// blocks of tokens reserved and spent locally.
+    #[value(name = "ratelimit")]
+    #[serde(rename = "ratelimit")]
+    RateLimit,
 }
 
 impl Kind {
     /// Every workload.
-    pub const ALL: [Kind; 4] = [Kind::Mutex, Kind::Fenced, Kind::Election, Kind::Semaphore];
+    pub const ALL: [Kind; 5] = [
+        Kind::Mutex,
+        Kind::Fenced,
+        Kind::Election,
+        Kind::Semaphore,
+        Kind::RateLimit,
+    ];
 
     /// The names this workload uses.
     pub fn names(self) -> Vec<String> {
@@ -41,10 +52,13 @@ impl Kind {
             Kind::Fenced => (0..2).map(|i| format!("fenced/{i}")).collect(),
             Kind::Election => (0..2).map(|i| format!("election/{i}")).collect(),
             Kind::Semaphore => vec!["semaphore/0".into()],
+            Kind::RateLimit => vec!["ratelimit/0".into()],
         }
     }
 }
 
+/// Validity of the rate-limit workload's token leases.
+pub const TOKEN_LEASE: Duration = Duration::from_millis(500);
 /// Permits of the semaphore workload.
 pub const PERMITS: u32 = 3;
 /// Session TTL of the workers.
@@ -383,6 +397,10 @@ impl Worker {
             self.frozen_holder(&name).await;
             return;
         }
+        if self.kind == Kind::RateLimit {
+            self.rate_step(&name).await;
+            return;
+        }
         if self.kind == Kind::Semaphore && self.rng.gen_bool(0.05) {
             self.resize(&name).await;
             return;
@@ -483,6 +501,87 @@ impl Worker {
         }
         if retire {
             self.retire().await;
+        }
+    }
+
+    /// What every rate-limit op records of the limit, for the checker.
+    fn rate_value(&self) -> serde_json::Value {
+        json!({
+            "rate": crate::backend::RATE,
+            "per_ms": crate::backend::RATE_PER.as_millis() as u64,
+            "burst": crate::backend::BURST,
+            "lease_ms": TOKEN_LEASE.as_millis() as u64,
+        })
+    }
+
+    /// One token taken (at once, or waiting a little), or a block of
+    /// tokens reserved and spent one by one until it runs out or its
+    /// validity ends, each spend recorded when it happens.
+    async fn rate_step(&mut self, name: &str) {
+        let spec = |f: F, value: serde_json::Value| OpSpec {
+            process: self.process,
+            f,
+            lock: name.to_owned(),
+            session: None,
+            token: None,
+            valid_until: None,
+            value: Some(value),
+        };
+        let backend = self.backend.clone();
+        if self.rng.gen_bool(0.15) {
+            let mut v = self.rate_value();
+            v["n"] = json!(3);
+            let (block, retire) = timed(
+                &self.rec,
+                spec(F::Reserve, v),
+                backend.reserve(name, 3, TOKEN_LEASE),
+                |b: &Option<Box<dyn crate::backend::TokenBlock>>, s| {
+                    s.value = Some(json!({ "admitted": b.is_some() }));
+                    Type::Ok
+                },
+            )
+            .await;
+            if retire {
+                self.retire().await;
+                return;
+            }
+            if let Some(Some(block)) = block {
+                while block.try_spend() {
+                    let s = spec(F::Spend, self.rate_value());
+                    self.rec.record(Type::Invoke, &s, None);
+                    self.rec.record(Type::Ok, &s, None);
+                    tokio::time::sleep(Duration::from_millis(self.rng.gen_range(20..150))).await;
+                }
+                block.finish().await;
+            }
+            return;
+        }
+        let wait = self
+            .rng
+            .gen_bool(0.3)
+            .then(|| Duration::from_millis(self.rng.gen_range(50..400)));
+        let (res, retire) = timed(
+            &self.rec,
+            spec(F::Take, self.rate_value()),
+            backend.take(name, wait),
+            |r: &(bool, Duration), s| {
+                s.value = Some(json!({ "admitted": r.0 }));
+                Type::Ok
+            },
+        )
+        .await;
+        if retire {
+            self.retire().await;
+            return;
+        }
+        match res {
+            Some((false, retry_after)) => {
+                tokio::time::sleep(retry_after.min(Duration::from_millis(300))).await
+            }
+            Some((true, _)) => {
+                tokio::time::sleep(Duration::from_millis(self.rng.gen_range(0..50))).await
+            }
+            None => tokio::time::sleep(Duration::from_millis(10)).await,
         }
     }
 
@@ -719,6 +818,10 @@ pub async fn run(
 /// After the run (and, on a real cluster, a full restart): every name's
 /// holders, then a fresh grant whose token must be above all earlier ones.
 pub async fn final_reads(backend: &dyn Backend, rec: &Recorder, kind: Kind) {
+    // A rate limit holds no locks to read back.
+    if kind == Kind::RateLimit {
+        return;
+    }
     let process = rec.process();
     for name in kind.names() {
         let spec = OpSpec {

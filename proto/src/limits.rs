@@ -57,5 +57,6 @@ pub const MAX_RATE_PERIOD_MS: u64 = 86_400_000;
 /// Longest validity of a block of tokens reserved for spending locally,
 /// in ms: the over-admission bound grows with it.
 pub const MAX_TOKEN_LEASE_MS: u64 = 10_000;
-/// Most token leases of one rate limit outstanding at once.
-pub const MAX_TOKEN_LEASES_PER_LIMIT: usize = 10_000;
+/// Most token leases of one rate limit outstanding at once (a lease's
+/// record stays for its validity and a few seconds after).
+pub const MAX_TOKEN_LEASES_PER_LIMIT: usize = 100_000;

@@ -22,15 +22,18 @@ pub enum Bug {
     LateKeepAlive,
     /// A semaphore counts each holder as one permit, however many it took.
     OnePermitEach,
+    /// A rate limit lets twice its burst through at once.
+    RateDoubleBurst,
 }
 
 impl Bug {
-    const ALL: [(Bug, &'static str); 5] = [
+    const ALL: [(Bug, &'static str); 6] = [
         (Bug::DoubleGrant, "double-grant"),
         (Bug::TokenReuse, "token-reuse"),
         (Bug::UnconfirmedExpiry, "unconfirmed-expiry"),
         (Bug::LateKeepAlive, "late-keepalive"),
         (Bug::OnePermitEach, "one-permit-each"),
+        (Bug::RateDoubleBurst, "rate-double-burst"),
     ];
 
     /// Reads a bug's name.

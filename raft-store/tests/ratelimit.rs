@@ -55,7 +55,7 @@ struct Model {
 }
 
 /// A lease's record is kept this long after it runs out, for its return.
-const GRACE_NS: u64 = 60_000_000_000;
+const GRACE_NS: u64 = 5_000_000_000;
 
 impl Model {
     fn new() -> Model {

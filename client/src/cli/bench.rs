@@ -32,6 +32,10 @@ pub enum Workload {
     /// over `--sessions` sessions: RSS per node, snapshot size and build
     /// time, and time from restarting every node to serving again.
     Scale,
+    /// Takes of a rate limit whose rate is far above the cluster's: tokens
+    /// admitted per second, one Raft write per take, or per `--block` of
+    /// tokens reserved and spent locally.
+    Ratelimit,
 }
 
 /// How lock names are drawn.
@@ -109,6 +113,10 @@ pub struct Args {
     /// `failover`: how often to kill the leader.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub(super) kill_every: Duration,
+    /// `ratelimit`: reserve tokens in blocks of this many (token leases,
+    /// spent locally) instead of one take per token (0).
+    #[arg(long, default_value_t = 0)]
+    pub(super) block: u64,
     /// `failover`, `scale`, `--start-cluster`: the server binary to start (default: `raftlockd` beside
     /// this executable).
     #[arg(long)]
@@ -288,6 +296,7 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
             Workload::Keepalive => keepalive(cli, &endpoints, a, run).await?,
             Workload::Failover => super::bench_failover::failover(a, run).await?,
             Workload::Scale => super::bench_scale::scale(a, run).await?,
+            Workload::Ratelimit => super::bench_rate::ratelimit(cli, &endpoints, a, run).await?,
             _ => locks(cli, &endpoints, a, run).await?,
         };
         println!(

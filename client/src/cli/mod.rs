@@ -4,6 +4,7 @@ mod bench;
 mod bench_cluster;
 mod bench_failover;
 mod bench_http;
+mod bench_rate;
 mod bench_scale;
 mod describe;
 mod elect;

@@ -8,6 +8,7 @@ import { hostname } from "node:os";
 import { Grant, GrantJson, LockMode, b64, grantFrom, newRequestId, num, toU64, u64, unb64 } from "./codec";
 import { ClientClosed, InvalidArgument } from "./errors";
 import { Observation } from "./election";
+import { LeaseState, RateLimit, RateLimitOptions, giveBackQuietly } from "./ratelimit";
 import { Session } from "./session";
 import { ClientOptions, Cluster, ResolvedOptions } from "./transport";
 import { now } from "./time";
@@ -227,6 +228,7 @@ export class Client {
   readonly cluster: Cluster;
   private readonly sessions = new Set<Session>();
   private readonly observations = new Set<Observation>();
+  private readonly tokenLeases = new Set<LeaseState>();
   private closed = false;
 
   private constructor(endpoints: string[], options: ResolvedOptions) {
@@ -511,8 +513,27 @@ export class Client {
   }
 
   /**
+   * The rate limit `name`: `rate` tokens per `perMs` (default a second),
+   * at most `burst` at once (default 1). With a rate, takes create the
+   * limit with these parameters on first use (an existing limit with
+   * others is refused with {@link LimitConflict}); without one it must
+   * exist already ({@link LimitNotFound}). No call is made until it is used.
+   *
+   * @example
+   * ```ts
+   * const api = client.rateLimit("partner-api", { rate: 10, perMs: 1_000, burst: 10 });
+   * if ((await api.take(1, { waitMs: 5_000 })).admitted) await callPartner();
+   * ```
+   */
+  rateLimit(name: string, options: RateLimitOptions = {}): RateLimit {
+    this.checkOpen();
+    return new RateLimit(this, name, options);
+  }
+
+  /**
    * Closes every session of this client (releasing their locks at once),
-   * ends observations, and closes the connections. Sessions that cannot be
+   * gives back the unspent tokens of token leases not finished, ends
+   * observations, and closes the connections. Sessions that cannot be
    * closed in time are left to expire.
    *
    * @example
@@ -526,8 +547,21 @@ export class Client {
     for (const o of [...this.observations]) o.close();
     const sessions = [...this.sessions];
     const deadlineMs = Math.min(this.options.deadlineMs, 5_000);
-    await Promise.all(sessions.map((s) => s.close({ deadlineMs }).catch(() => undefined)));
+    await Promise.all([
+      ...sessions.map((s) => s.close({ deadlineMs }).catch(() => undefined)),
+      ...[...this.tokenLeases].map((l) => giveBackQuietly(l, deadlineMs)),
+    ]);
     this.cluster.close();
+  }
+
+  /** @internal A token lease to give back if the client closes first. */
+  trackLease(l: LeaseState): void {
+    this.tokenLeases.add(l);
+  }
+
+  /** @internal A token lease given back. */
+  untrackLease(l: LeaseState): void {
+    this.tokenLeases.delete(l);
   }
 
   /** @internal A session stopped being kept alive. */

@@ -54,7 +54,9 @@ export type Reason =
   | "MEMBERSHIP_CHANGE_REFUSED"
   | "LEARNER_NOT_CAUGHT_UP"
   | "WATCH_COMPACTED"
-  | "INTERNAL";
+  | "INTERNAL"
+  | "LIMIT_NOT_FOUND"
+  | "LIMIT_CONFLICT";
 
 /**
  * All reasons, for exhaustive checks.
@@ -93,6 +95,8 @@ export const REASONS: readonly Reason[] = [
   "LEARNER_NOT_CAUGHT_UP",
   "WATCH_COMPACTED",
   "INTERNAL",
+  "LIMIT_NOT_FOUND",
+  "LIMIT_CONFLICT",
 ];
 
 /**
@@ -363,8 +367,8 @@ export class RequestSettled extends RaftlockError {}
 
 /**
  * A limit of the cluster's was hit (sessions per identity, requests per
- * connection, a wait longer than allowed, ...). Subclasses name the common
- * ones.
+ * connection, as many rate limits as the cluster keeps, ...). Subclasses
+ * name the common ones.
  *
  * @example
  * ```ts
@@ -402,6 +406,28 @@ export class TooManyLocks extends LimitExceeded {}
  * ```
  */
 export class TooManyUnacknowledged extends LimitExceeded {}
+
+/**
+ * No rate limit of this name, and the call did not say how to create it
+ * (give `rate` to {@link Client.rateLimit}).
+ *
+ * @example
+ * ```ts
+ * await client.rateLimit("unknown").tryTake().catch((e) => e instanceof LimitNotFound); // true
+ * ```
+ */
+export class LimitNotFound extends RaftlockError {}
+
+/**
+ * A rate limit of this name exists with other parameters (rate, period or
+ * burst) than the ones given.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof LimitConflict) console.log("defined elsewhere with other parameters");
+ * ```
+ */
+export class LimitConflict extends RaftlockError {}
 
 /**
  * The cluster does not know who this client is (no token, or an unknown
@@ -498,6 +524,8 @@ const BY_REASON: Record<Reason, ErrorClass> = {
   LEARNER_NOT_CAUGHT_UP: MembershipError,
   WATCH_COMPACTED: WatchCompacted,
   INTERNAL: InternalError,
+  LIMIT_NOT_FOUND: LimitNotFound,
+  LIMIT_CONFLICT: LimitConflict,
 };
 
 /** The gRPC code an HTTP status stands for, for answers without a JSON body

@@ -8,6 +8,7 @@
  * - {@link LockGuard}: a held lock with its fencing token, `valid`, `lost`.
  * - {@link Leadership} and {@link Observation}: leader election.
  * - {@link withLock}: acquire, run, release.
+ * - {@link RateLimit} and {@link TokenLease}: rate limits kept by the cluster.
  * - Typed errors: {@link RaftlockError} and its subclasses, by the server's reason.
  *
  * @example
@@ -36,7 +37,9 @@ export {
   InternalError,
   InvalidArgument,
   InvalidName,
+  LimitConflict,
   LimitExceeded,
+  LimitNotFound,
   MembershipError,
   NotHolder,
   PermissionDenied,
@@ -65,5 +68,7 @@ export type { WithLockOptions } from "./helpers";
 export { safetyMargin } from "./lease";
 export { LockGuard, MAX_WAIT_MS } from "./lock";
 export type { LockOptions } from "./lock";
+export { RateLimit, TokenLease } from "./ratelimit";
+export type { Admission, LimitInfo, RateLimitOptions, TakeOptions } from "./ratelimit";
 export { Session } from "./session";
 export type { CallInfo, ClientOptions, Interceptor, TlsOptions } from "./transport";

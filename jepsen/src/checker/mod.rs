@@ -36,9 +36,23 @@ pub enum Verdict {
 /// `valid`: every safety checker passes an empty history.
 fn coverage(history: &[Op], min_ok: usize) -> CheckResult {
     let ok = history.iter().filter(|o| o.kind == Type::Ok).count();
+    // A grant, or a rate limit's admission (a take admitted, a token of a
+    // reserved block spent).
+    let admitted = |o: &Op| {
+        o.value
+            .as_ref()
+            .and_then(|v| v.get("admitted"))
+            .and_then(|v| v.as_bool())
+            == Some(true)
+    };
     let grants = history
         .iter()
-        .filter(|o| o.kind == Type::Ok && matches!(o.f, F::Acquire | F::Campaign | F::SemAcquire))
+        .filter(|o| o.kind == Type::Ok)
+        .filter(|o| match o.f {
+            F::Acquire | F::Campaign | F::SemAcquire | F::Spend => true,
+            F::Take => admitted(o),
+            _ => false,
+        })
         .count();
     let stats = serde_json::json!({"ok": ok, "grants": grants, "min_ok": min_ok});
     let (verdict, explanation) = if grants == 0 {
@@ -120,6 +134,7 @@ pub fn check_all_with(history: &[Op], min_ok_ops: usize) -> Vec<CheckResult> {
         exclusion("mutual_exclusion", &holds, F::Acquire),
         exclusion("election", &holds, F::Campaign),
         semaphore(history, &holds),
+        ratelimit(history),
         lease(history, &holds),
         durability(history),
     ]
@@ -438,6 +453,110 @@ fn semaphore(history: &[Op], holds: &Holds) -> CheckResult {
     .with_stats(serde_json::json!({ "holds": checked, "resizes": resized }))
 }
 
+/// (f): a rate limit admits at most `rate × span + burst` tokens over any
+/// span, and with token leases of validity `V` at most
+/// `rate × (span + V) + burst` are spent in it.
+///
+/// A take answered `admitted` was admitted between its invoke and its ok,
+/// so the takes sent at or after `a` and answered by `b` were all admitted
+/// within `[a, b]`; a spend of a reserved token happens when it is
+/// recorded, at most `V` after its block was admitted. Takes whose outcome
+/// is unknown are left out, which can only hide an excess, never invent
+/// one. The clocks' rates may differ by the documented bound (1 %).
+fn ratelimit(history: &[Op]) -> CheckResult {
+    const NAME: &str = "ratelimit";
+    let ps = pairs(history);
+    let spec = ps
+        .iter()
+        .find(|p| matches!(p.invoke.f, F::Take | F::Reserve))
+        .and_then(|p| p.invoke.value.clone());
+    let Some(spec) = spec else {
+        return CheckResult::new(
+            NAME,
+            Verdict::Skipped,
+            "no rate-limit takes in this workload",
+        );
+    };
+    let num = |k: &str| spec.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    let (rate, per_ms, burst, lease_ms) = (
+        num("rate"),
+        num("per_ms").max(1),
+        num("burst"),
+        num("lease_ms"),
+    );
+    let admitted = |p: &&Pair| {
+        p.done.is_some_and(|d| {
+            d.kind == Type::Ok
+                && d.value
+                    .as_ref()
+                    .and_then(|v| v.get("admitted"))
+                    .and_then(|v| v.as_bool())
+                    == Some(true)
+        })
+    };
+    // Each admission: the span it happened in, the ops that show it.
+    let mut events: Vec<(u64, u64, Vec<Op>)> = ps
+        .iter()
+        .filter(|p| p.invoke.f == F::Take)
+        .filter(admitted)
+        .filter_map(|p| {
+            let done = p.done?;
+            Some((
+                p.invoke.time_ns,
+                done.time_ns,
+                vec![p.invoke.clone(), done.clone()],
+            ))
+        })
+        .collect();
+    let spends: Vec<(u64, u64, Vec<Op>)> = history
+        .iter()
+        .filter(|o| o.f == F::Spend && o.kind == Type::Ok)
+        .map(|o| (o.time_ns, o.time_ns, vec![o.clone()]))
+        .collect();
+    let slack_ns = if spends.is_empty() {
+        0
+    } else {
+        lease_ms * 1_000_000
+    };
+    events.extend(spends);
+    events.sort_by_key(|e| (e.0, e.1));
+    let allowed = |span_ns: u64| {
+        (span_ns + slack_ns) as f64 / 1e6 / per_ms as f64 * rate as f64 * 1.01 + burst as f64
+    };
+    for (i, start) in events.iter().enumerate() {
+        // Events that began at or after this one's start, by when they ended.
+        let mut inside: Vec<&(u64, u64, Vec<Op>)> = events[i..].iter().collect();
+        inside.sort_by_key(|e| e.1);
+        for (k, end) in inside.iter().enumerate() {
+            let count = (k + 1) as f64;
+            let span = end.1.saturating_sub(start.0);
+            if count > allowed(span) {
+                let ops = inside[..=k].iter().flat_map(|e| e.2.clone()).collect();
+                return CheckResult::invalid(
+                    NAME,
+                    format!(
+                        "{} tokens admitted within {:.3}s from {:.3}s, more than {rate} per {per_ms} ms allows with burst {burst}{}",
+                        k + 1,
+                        span as f64 / 1e9,
+                        start.0 as f64 / 1e9,
+                        if slack_ns > 0 { format!(" and token leases of {lease_ms} ms") } else { String::new() }
+                    ),
+                    ops,
+                );
+            }
+        }
+    }
+    CheckResult::new(
+        NAME,
+        Verdict::Valid,
+        format!(
+            "{} admissions, never more than {rate} per {per_ms} ms + burst {burst} in any span",
+            events.len()
+        ),
+    )
+    .with_stats(serde_json::json!({ "admitted": events.len() }))
+}
+
 /// A semaphore resize and what is known of it.
 struct Resize<'a> {
     lock: &'a str,
@@ -754,6 +873,12 @@ fn durability(history: &[Op]) -> CheckResult {
         .copied()
         .filter(|p| p.invoke.f == F::FinalRead)
         .collect();
+    let locks = history
+        .iter()
+        .any(|o| matches!(o.f, F::Acquire | F::Campaign | F::SemAcquire));
+    if finals.is_empty() && !locks {
+        return CheckResult::new(NAME, Verdict::Skipped, "no locks in this workload");
+    }
     if finals.is_empty() {
         return CheckResult::new(NAME, Verdict::Unknown, "no final reads in the history");
     }

@@ -399,6 +399,76 @@ fn a_resize_allows_what_the_size_in_force_allows_and_no_more() {
     assert_invalid(&check_all(&h.0), "semaphore");
 }
 
+/// A take of rate limit `r` (5 per second, burst 2) by process `p`,
+/// invoked at `t0` ms and answered at `t1`.
+fn take(h: &mut H, p: u64, t0: u64, t1: u64, admitted: bool) {
+    let spec = json!({"rate": 5, "per_ms": 1000, "burst": 2, "lease_ms": 500});
+    h.rec(t0, p, Type::Invoke, F::Take, "r", None, None, Some(spec))
+        .rec(
+            t1,
+            p,
+            Type::Ok,
+            F::Take,
+            "r",
+            None,
+            None,
+            Some(json!({"admitted": admitted})),
+        );
+}
+
+#[test]
+fn a_rate_limit_over_its_rate_or_burst_is_caught() {
+    // 2 at once (the burst), then one every 200 ms: exactly the limit.
+    let mut h = H::default();
+    take(&mut h, 0, 0, 5, true);
+    take(&mut h, 1, 0, 6, true);
+    for i in 1..=10u64 {
+        take(&mut h, 2 + i, 200 * i, 200 * i + 3, true);
+        take(&mut h, 20 + i, 200 * i + 1, 200 * i + 4, false);
+    }
+    h.0.sort_by_key(|o| o.time_ns);
+    assert_eq!(get(&check_all(&h.0), "ratelimit").verdict, Verdict::Valid);
+
+    // A third token in the first instant is one over the burst.
+    let mut h2 = H::default();
+    h2.0 = h.0.clone();
+    take(&mut h2, 99, 1, 7, true);
+    h2.0.sort_by_key(|o| o.time_ns);
+    assert_invalid(&check_all(&h2.0), "ratelimit");
+
+    // Refused and unknown takes count for nothing.
+    let mut h3 = H::default();
+    h3.0 = h.0.clone();
+    let spec = json!({"rate": 5, "per_ms": 1000, "burst": 2, "lease_ms": 500});
+    h3.rec(2, 98, Type::Invoke, F::Take, "r", None, None, Some(spec))
+        .rec(9, 98, Type::Info, F::Take, "r", None, None, None);
+    h3.0.sort_by_key(|o| o.time_ns);
+    assert_eq!(get(&check_all(&h3.0), "ratelimit").verdict, Verdict::Valid);
+}
+
+#[test]
+fn tokens_spent_from_a_block_may_come_a_lease_late_but_no_later() {
+    let spend = |h: &mut H, p: u64, t: u64| {
+        h.rec(t, p, Type::Invoke, F::Spend, "r", None, None, None)
+            .rec(t, p, Type::Ok, F::Spend, "r", None, None, None);
+    };
+    // A block of 2 taken at 0 and spent at 400 ms, beside 2 takes there:
+    // 4 in a moment is within burst 2 plus the 500 ms lease's 2.5 tokens.
+    let mut h = H::default();
+    take(&mut h, 0, 0, 5, true);
+    spend(&mut h, 1, 400);
+    spend(&mut h, 1, 401);
+    take(&mut h, 2, 402, 405, true);
+    h.0.sort_by_key(|o| o.time_ns);
+    assert_eq!(get(&check_all(&h.0), "ratelimit").verdict, Verdict::Valid);
+    // Eight spends in a moment are more than any lease explains.
+    for i in 0..8 {
+        spend(&mut h, 3, 600 + i);
+    }
+    h.0.sort_by_key(|o| o.time_ns);
+    assert_invalid(&check_all(&h.0), "ratelimit");
+}
+
 /// The register refuses tokens below the highest it accepted, so its own
 /// order cannot be wrong; what can be wrong is *whom* it refuses. A refusal
 /// of a holder whose lease still held means a later token was granted and

@@ -4,6 +4,7 @@
 
 mod bench_counters;
 mod bench_failover;
+mod bench_rate;
 mod bench_scale;
 mod cli;
 mod dev_cluster;

@@ -3,19 +3,24 @@ queue and a lost-lock signal, from a Raft-replicated cluster.
 
 ``raftlock.Client`` is the asyncio client (:mod:`raftlock.aio`);
 :mod:`raftlock.sync` has the same API for code that is not asyncio.
+Rate limits: ``client.rate_limit(name, rate=..., per=..., burst=...)``.
 Errors are in :mod:`raftlock.errors`.
 """
 
 from . import errors, helpers, sync
 from .aio import (
+    Admission,
     Client,
     Description,
     Grant,
     Guard,
     Leadership,
+    LimitInfo,
     LockRequest,
+    RateLimit,
     Session,
     Tls,
+    TokenLease,
     Waiter,
     safety_margin,
 )
@@ -23,7 +28,9 @@ from .errors import (
     AlreadyHeld,
     HoldExpired,
     InvalidArgument,
+    LimitConflict,
     LimitExceeded,
+    LimitNotFound,
     LockTimeout,
     NotHolder,
     PermissionDenied,
@@ -47,6 +54,10 @@ __all__ = [
     "Session",
     "Tls",
     "Waiter",
+    "RateLimit",
+    "TokenLease",
+    "Admission",
+    "LimitInfo",
     "safety_margin",
     "errors",
     "helpers",
@@ -56,7 +67,9 @@ __all__ = [
     "AlreadyHeld",
     "HoldExpired",
     "InvalidArgument",
+    "LimitConflict",
     "LimitExceeded",
+    "LimitNotFound",
     "LockTimeout",
     "NotHolder",
     "PermissionDenied",

@@ -109,7 +109,8 @@ class RequestSettled(RaftlockError):
 
 
 class LimitExceeded(RaftlockError):
-    """A limit of the cluster's was reached."""
+    """A limit of the cluster's was reached (sessions per identity, as many
+    rate limits as the cluster keeps, ...)."""
 
 
 class TooManyLocks(LimitExceeded):
@@ -118,6 +119,16 @@ class TooManyLocks(LimitExceeded):
 
 class TooManyWaiters(LimitExceeded):
     """The lock has as many waiters as allowed."""
+
+
+class LimitNotFound(RaftlockError):
+    """No rate limit of this name, and the call did not say how to create
+    it (give ``rate=`` to :meth:`raftlock.Client.rate_limit`)."""
+
+
+class LimitConflict(RaftlockError):
+    """A rate limit of this name exists with other parameters (rate, period
+    or burst) than the ones given."""
 
 
 class Unauthenticated(RaftlockError):
@@ -169,6 +180,8 @@ _BY_REASON: dict[str, type[RaftlockError]] = {
     "MEMBERSHIP_CHANGE_REFUSED": MembershipChangeRefused,
     "LEARNER_NOT_CAUGHT_UP": MembershipChangeRefused,
     "WATCH_COMPACTED": WatchCompacted,
+    "LIMIT_NOT_FOUND": LimitNotFound,
+    "LIMIT_CONFLICT": LimitConflict,
     "INTERNAL": ServerError,
 }
 

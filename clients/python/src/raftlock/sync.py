@@ -19,12 +19,25 @@ from concurrent.futures import Future
 from typing import Any, Callable, Coroutine, Iterator, Optional, Sequence, TypeVar, Union
 
 from . import aio
-from .aio import Description, Grant, Tls, Waiter
+from .aio import Admission, Description, Grant, LimitInfo, Tls, Waiter
 from .errors import LockTimeout, RaftlockError
 
 T = TypeVar("T")
 
-__all__ = ["Client", "Session", "Guard", "Leadership", "Grant", "Description", "Tls", "Waiter"]
+__all__ = [
+    "Client",
+    "Session",
+    "Guard",
+    "Leadership",
+    "Grant",
+    "Description",
+    "Tls",
+    "Waiter",
+    "RateLimit",
+    "TokenLease",
+    "Admission",
+    "LimitInfo",
+]
 
 
 class _Loop:
@@ -111,6 +124,19 @@ class Client:
         """Sets the size of semaphore ``name`` (0 forgets it); returns the
         waiters a larger size let in (see :meth:`raftlock.aio.Client.resize`)."""
         return self._loop.run(self._inner.resize(name, permits))
+
+    def rate_limit(
+        self,
+        name: str,
+        *,
+        rate: Optional[int] = None,
+        per: float = 1.0,
+        burst: Optional[int] = None,
+    ) -> "RateLimit":
+        """The rate limit ``name``: ``rate`` tokens per ``per`` seconds, at
+        most ``burst`` at once, created on first use; without a rate it
+        must exist (see :meth:`raftlock.aio.Client.rate_limit`)."""
+        return RateLimit(self, self._inner.rate_limit(name, rate=rate, per=per, burst=burst))
 
     def leader(self, election: str) -> Optional[Grant]:
         """The current leader of ``election``."""
@@ -300,6 +326,87 @@ class Leadership:
     def resign(self) -> None:
         """Steps down."""
         self._session._client._loop.run(self._inner.resign())
+
+
+class RateLimit:
+    """A rate limit by name (see :class:`raftlock.aio.RateLimit`)."""
+
+    def __init__(self, client: Client, inner: aio.RateLimit) -> None:
+        self._client = client
+        self._inner = inner
+        self.name = inner.name
+
+    def try_take(self, n: int = 1) -> Admission:
+        """Takes ``n`` tokens now, or says after how long they would fit."""
+        return self._client._loop.run(self._inner.try_take(n))
+
+    def take(self, n: int = 1, *, wait: float) -> Admission:
+        """Takes ``n`` tokens, waiting on the server up to ``wait`` seconds
+        (FIFO among waiting takes); not admitted if they do not fit by then."""
+        return self._client._loop.run(self._inner.take(n, wait=wait))
+
+    def reserve(self, n: int, *, validity: float) -> Optional["TokenLease"]:
+        """Reserves a block of ``n`` tokens to spend locally within
+        ``validity`` seconds (at most 10); ``None`` when it would not fit
+        now. Use the lease in a ``with`` block to give back what is left."""
+        inner = self._client._loop.run(self._inner.reserve(n, validity=validity))
+        return TokenLease(self._client, inner) if inner is not None else None
+
+    def define(self) -> bool:
+        """Creates the limit, or checks an existing one has these
+        parameters (else :class:`~raftlock.errors.LimitConflict`); true if
+        this call created it."""
+        return self._client._loop.run(self._inner.define())
+
+    def describe(self) -> LimitInfo:
+        """The limit's parameters, tokens available now and totals."""
+        return self._client._loop.run(self._inner.describe())
+
+    def delete(self) -> bool:
+        """Forgets the limit (``admin`` right); true if it existed."""
+        return self._client._loop.run(self._inner.delete())
+
+
+class TokenLease:
+    """A block of reserved tokens (see :class:`raftlock.aio.TokenLease`):
+    ``with`` finishes it on exit, giving back what was not spent."""
+
+    def __init__(self, client: Client, inner: aio.TokenLease) -> None:
+        self._client = client
+        self._inner = inner
+        self.id = inner.id
+        self.reserved = inner.reserved
+
+    def __enter__(self) -> "TokenLease":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.finish()
+
+    def try_spend(self) -> bool:
+        """Spends one token if the block has one left and is still valid
+        (no call to the cluster; safe from several threads)."""
+        return self._inner.try_spend()
+
+    @property
+    def left(self) -> int:
+        """Tokens not spent yet."""
+        return self._inner.left
+
+    @property
+    def valid(self) -> bool:
+        """Whether tokens of the block may still be spent."""
+        return self._inner.valid
+
+    @property
+    def valid_until(self) -> float:
+        """When the block stops being spendable (``time.monotonic()`` scale)."""
+        return self._inner.valid_until
+
+    def finish(self) -> int:
+        """Stops spending and gives back what is left; returns the tokens
+        the cluster credited back."""
+        return self._client._loop.run(self._inner.finish())
 
 
 __all__ += ["LockTimeout"]

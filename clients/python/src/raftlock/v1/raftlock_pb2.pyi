@@ -414,6 +414,110 @@ class ValidateResponse(_message.Message):
     current_token: int
     def __init__(self, valid: _Optional[bool] = ..., current_token: _Optional[int] = ...) -> None: ...
 
+class LimitSpec(_message.Message):
+    __slots__ = ("rate", "per_ms", "burst")
+    RATE_FIELD_NUMBER: _ClassVar[int]
+    PER_MS_FIELD_NUMBER: _ClassVar[int]
+    BURST_FIELD_NUMBER: _ClassVar[int]
+    rate: int
+    per_ms: int
+    burst: int
+    def __init__(self, rate: _Optional[int] = ..., per_ms: _Optional[int] = ..., burst: _Optional[int] = ...) -> None: ...
+
+class TakeRequest(_message.Message):
+    __slots__ = ("name", "n", "limit", "wait_timeout_ms", "lease_ms")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    N_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    WAIT_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    LEASE_MS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    n: int
+    limit: LimitSpec
+    wait_timeout_ms: int
+    lease_ms: int
+    def __init__(self, name: _Optional[str] = ..., n: _Optional[int] = ..., limit: _Optional[_Union[LimitSpec, _Mapping]] = ..., wait_timeout_ms: _Optional[int] = ..., lease_ms: _Optional[int] = ...) -> None: ...
+
+class TakeResponse(_message.Message):
+    __slots__ = ("admitted", "n", "remaining", "retry_after_ms", "lease_id")
+    ADMITTED_FIELD_NUMBER: _ClassVar[int]
+    N_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    admitted: bool
+    n: int
+    remaining: int
+    retry_after_ms: int
+    lease_id: int
+    def __init__(self, admitted: _Optional[bool] = ..., n: _Optional[int] = ..., remaining: _Optional[int] = ..., retry_after_ms: _Optional[int] = ..., lease_id: _Optional[int] = ...) -> None: ...
+
+class ReturnTokensRequest(_message.Message):
+    __slots__ = ("name", "lease_id", "unused")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    UNUSED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    lease_id: int
+    unused: int
+    def __init__(self, name: _Optional[str] = ..., lease_id: _Optional[int] = ..., unused: _Optional[int] = ...) -> None: ...
+
+class ReturnTokensResponse(_message.Message):
+    __slots__ = ("credited",)
+    CREDITED_FIELD_NUMBER: _ClassVar[int]
+    credited: int
+    def __init__(self, credited: _Optional[int] = ...) -> None: ...
+
+class DefineLimitRequest(_message.Message):
+    __slots__ = ("name", "limit")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    limit: LimitSpec
+    def __init__(self, name: _Optional[str] = ..., limit: _Optional[_Union[LimitSpec, _Mapping]] = ...) -> None: ...
+
+class DefineLimitResponse(_message.Message):
+    __slots__ = ("created",)
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    created: bool
+    def __init__(self, created: _Optional[bool] = ...) -> None: ...
+
+class DescribeLimitRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DescribeLimitResponse(_message.Message):
+    __slots__ = ("name", "limit", "available", "admitted", "refused", "leases", "applied_index")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    ADMITTED_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    LEASES_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_INDEX_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    limit: LimitSpec
+    available: int
+    admitted: int
+    refused: int
+    leases: int
+    applied_index: int
+    def __init__(self, name: _Optional[str] = ..., limit: _Optional[_Union[LimitSpec, _Mapping]] = ..., available: _Optional[int] = ..., admitted: _Optional[int] = ..., refused: _Optional[int] = ..., leases: _Optional[int] = ..., applied_index: _Optional[int] = ...) -> None: ...
+
+class DeleteLimitRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeleteLimitResponse(_message.Message):
+    __slots__ = ("existed",)
+    EXISTED_FIELD_NUMBER: _ClassVar[int]
+    existed: bool
+    def __init__(self, existed: _Optional[bool] = ...) -> None: ...
+
 class CampaignRequest(_message.Message):
     __slots__ = ("name", "session_id", "request_id", "value", "wait_timeout_ms", "seq", "acked_below")
     NAME_FIELD_NUMBER: _ClassVar[int]

@@ -723,6 +723,298 @@ class Lock:
             _registered_method=True)
 
 
+class RateLimitStub:
+    """---------------------------------------------------------------------------
+    RateLimit
+    ---------------------------------------------------------------------------
+
+    Rate limits: token buckets (rate per period, burst) in the replicated
+    state. What a limit admitted survives any leader change exactly: time
+    for buckets is a rate clock each leader carries on from the last value
+    in the log with its own monotonic clock, so a leader whose wall clock
+    is ahead cannot mint tokens, and time stands still across a failover
+    (which only admits less). Over any span of d ms a limit admits at most
+    rate * d / period + burst tokens; with token leases of validity V, at
+    most rate * (d + V) / period + burst are spent in any d ms.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Take = channel.unary_unary(
+                '/raftlock.v1.RateLimit/Take',
+                request_serializer=raftlock_dot_v1_dot_raftlock__pb2.TakeRequest.SerializeToString,
+                response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.TakeResponse.FromString,
+                _registered_method=True)
+        self.Return = channel.unary_unary(
+                '/raftlock.v1.RateLimit/Return',
+                request_serializer=raftlock_dot_v1_dot_raftlock__pb2.ReturnTokensRequest.SerializeToString,
+                response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.ReturnTokensResponse.FromString,
+                _registered_method=True)
+        self.Define = channel.unary_unary(
+                '/raftlock.v1.RateLimit/Define',
+                request_serializer=raftlock_dot_v1_dot_raftlock__pb2.DefineLimitRequest.SerializeToString,
+                response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.DefineLimitResponse.FromString,
+                _registered_method=True)
+        self.Describe = channel.unary_unary(
+                '/raftlock.v1.RateLimit/Describe',
+                request_serializer=raftlock_dot_v1_dot_raftlock__pb2.DescribeLimitRequest.SerializeToString,
+                response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.DescribeLimitResponse.FromString,
+                _registered_method=True)
+        self.Delete = channel.unary_unary(
+                '/raftlock.v1.RateLimit/Delete',
+                request_serializer=raftlock_dot_v1_dot_raftlock__pb2.DeleteLimitRequest.SerializeToString,
+                response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.DeleteLimitResponse.FromString,
+                _registered_method=True)
+
+
+class RateLimitServicer:
+    """---------------------------------------------------------------------------
+    RateLimit
+    ---------------------------------------------------------------------------
+
+    Rate limits: token buckets (rate per period, burst) in the replicated
+    state. What a limit admitted survives any leader change exactly: time
+    for buckets is a rate clock each leader carries on from the last value
+    in the log with its own monotonic clock, so a leader whose wall clock
+    is ahead cannot mint tokens, and time stands still across a failover
+    (which only admits less). Over any span of d ms a limit admits at most
+    rate * d / period + burst tokens; with token leases of validity V, at
+    most rate * (d + V) / period + burst are spent in any d ms.
+    """
+
+    def Take(self, request, context):
+        """Takes `n` tokens, creating the limit with `limit` on first use (an
+        existing limit with other parameters is refused with LIMIT_CONFLICT).
+        Refused takes are answered with the wait after which they would fit;
+        with `wait_timeout_ms` the server waits that long at most, serving the
+        waiting takes of one limit in FIFO order. With `lease_ms` the tokens
+        are a block reserved for the client to spend within that time (return
+        what it did not spend with Return): one Raft write per block.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Return(self, request, context):
+        """Credits back the unspent tokens of a token lease.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Define(self, request, context):
+        """Creates a limit ahead of time, or checks an existing one has these
+        parameters.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Describe(self, request, context):
+        """A limit's parameters, tokens available now and totals (linearizable).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Delete(self, request, context):
+        """Forgets a limit (needs the `admin` right on the name).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_RateLimitServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Take': grpc.unary_unary_rpc_method_handler(
+                    servicer.Take,
+                    request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.TakeRequest.FromString,
+                    response_serializer=raftlock_dot_v1_dot_raftlock__pb2.TakeResponse.SerializeToString,
+            ),
+            'Return': grpc.unary_unary_rpc_method_handler(
+                    servicer.Return,
+                    request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.ReturnTokensRequest.FromString,
+                    response_serializer=raftlock_dot_v1_dot_raftlock__pb2.ReturnTokensResponse.SerializeToString,
+            ),
+            'Define': grpc.unary_unary_rpc_method_handler(
+                    servicer.Define,
+                    request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.DefineLimitRequest.FromString,
+                    response_serializer=raftlock_dot_v1_dot_raftlock__pb2.DefineLimitResponse.SerializeToString,
+            ),
+            'Describe': grpc.unary_unary_rpc_method_handler(
+                    servicer.Describe,
+                    request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.DescribeLimitRequest.FromString,
+                    response_serializer=raftlock_dot_v1_dot_raftlock__pb2.DescribeLimitResponse.SerializeToString,
+            ),
+            'Delete': grpc.unary_unary_rpc_method_handler(
+                    servicer.Delete,
+                    request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.DeleteLimitRequest.FromString,
+                    response_serializer=raftlock_dot_v1_dot_raftlock__pb2.DeleteLimitResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'raftlock.v1.RateLimit', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('raftlock.v1.RateLimit', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class RateLimit:
+    """---------------------------------------------------------------------------
+    RateLimit
+    ---------------------------------------------------------------------------
+
+    Rate limits: token buckets (rate per period, burst) in the replicated
+    state. What a limit admitted survives any leader change exactly: time
+    for buckets is a rate clock each leader carries on from the last value
+    in the log with its own monotonic clock, so a leader whose wall clock
+    is ahead cannot mint tokens, and time stands still across a failover
+    (which only admits less). Over any span of d ms a limit admits at most
+    rate * d / period + burst tokens; with token leases of validity V, at
+    most rate * (d + V) / period + burst are spent in any d ms.
+    """
+
+    @staticmethod
+    def Take(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlock.v1.RateLimit/Take',
+            raftlock_dot_v1_dot_raftlock__pb2.TakeRequest.SerializeToString,
+            raftlock_dot_v1_dot_raftlock__pb2.TakeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Return(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlock.v1.RateLimit/Return',
+            raftlock_dot_v1_dot_raftlock__pb2.ReturnTokensRequest.SerializeToString,
+            raftlock_dot_v1_dot_raftlock__pb2.ReturnTokensResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Define(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlock.v1.RateLimit/Define',
+            raftlock_dot_v1_dot_raftlock__pb2.DefineLimitRequest.SerializeToString,
+            raftlock_dot_v1_dot_raftlock__pb2.DefineLimitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Describe(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlock.v1.RateLimit/Describe',
+            raftlock_dot_v1_dot_raftlock__pb2.DescribeLimitRequest.SerializeToString,
+            raftlock_dot_v1_dot_raftlock__pb2.DescribeLimitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Delete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlock.v1.RateLimit/Delete',
+            raftlock_dot_v1_dot_raftlock__pb2.DeleteLimitRequest.SerializeToString,
+            raftlock_dot_v1_dot_raftlock__pb2.DeleteLimitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
 class ElectionStub:
     """---------------------------------------------------------------------------
     Election
