@@ -108,7 +108,7 @@ impl RateLimit {
     /// # }
     /// ```
     pub fn rate(mut self, n: u64, per: Duration) -> Self {
-        let spec = self.spec.get_or_insert_with(|| pb::LimitSpec {
+        let spec = self.spec.get_or_insert(pb::LimitSpec {
             rate: 0,
             per_ms: 0,
             burst: 1,
@@ -126,7 +126,7 @@ impl RateLimit {
     /// # }
     /// ```
     pub fn burst(mut self, b: u64) -> Self {
-        let spec = self.spec.get_or_insert_with(|| pb::LimitSpec {
+        let spec = self.spec.get_or_insert(pb::LimitSpec {
             rate: 0,
             per_ms: 1_000,
             burst: 1,

@@ -528,13 +528,15 @@ impl Worker {
             value: Some(value),
         };
         let backend = self.backend.clone();
-        if self.rng.gen_bool(0.15) {
+        if self.rng.gen_bool(0.2) {
+            // Small blocks: the takers leave few tokens free at once.
+            let n = self.rng.gen_range(1..=2u64);
             let mut v = self.rate_value();
-            v["n"] = json!(3);
+            v["n"] = json!(n);
             let (block, retire) = timed(
                 &self.rec,
                 spec(F::Reserve, v),
-                backend.reserve(name, 3, TOKEN_LEASE),
+                backend.reserve(name, n, TOKEN_LEASE),
                 |b: &Option<Box<dyn crate::backend::TokenBlock>>, s| {
                     s.value = Some(json!({ "admitted": b.is_some() }));
                     Type::Ok

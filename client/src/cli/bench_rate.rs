@@ -30,8 +30,12 @@ pub async fn ratelimit(
     {
         connections.push(Client::connect_with(endpoints, options.clone()).await?);
     }
-    let name = format!("bench/rate/{run}");
-    let burst = a.block.max(1).max(a.clients as u64) * 4;
+    // Its own limit per run, clients and block size: a limit keeps the
+    // burst it was created with.
+    let name = format!("bench/rate/{}x{}/{run}", a.clients, a.block);
+    // Every client may take its block in the same log entry, at one
+    // instant of the rate clock: the burst must hold them all.
+    let burst = a.block.max(1) * a.clients.max(1) as u64 * 4;
     let start = Arc::new(tokio::sync::Barrier::new(a.clients + 1));
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();

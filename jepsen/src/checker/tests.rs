@@ -430,15 +430,13 @@ fn a_rate_limit_over_its_rate_or_burst_is_caught() {
     assert_eq!(get(&check_all(&h.0), "ratelimit").verdict, Verdict::Valid);
 
     // A third token in the first instant is one over the burst.
-    let mut h2 = H::default();
-    h2.0 = h.0.clone();
+    let mut h2 = H(h.0.clone());
     take(&mut h2, 99, 1, 7, true);
     h2.0.sort_by_key(|o| o.time_ns);
     assert_invalid(&check_all(&h2.0), "ratelimit");
 
     // Refused and unknown takes count for nothing.
-    let mut h3 = H::default();
-    h3.0 = h.0.clone();
+    let mut h3 = H(h.0.clone());
     let spec = json!({"rate": 5, "per_ms": 1000, "burst": 2, "lease_ms": 500});
     h3.rec(2, 98, Type::Invoke, F::Take, "r", None, None, Some(spec))
         .rec(9, 98, Type::Info, F::Take, "r", None, None, None);

@@ -16,8 +16,9 @@
 //! is read through structs of its own layout.
 //!
 //! Version 5 adds each grant's and waiter's terms (permits taken, hold
-//! cap, lock-delay), the locks in lock-delay and the sizes set by Resize;
-//! versions 2 to 4 are read through the older layouts in `old`.
+//! cap, lock-delay), the locks in lock-delay, the sizes set by Resize, the
+//! rate clock and the rate limits; versions 2 to 4 are read through the
+//! older layouts in `old`.
 
 use super::LeaseMachine;
 use serde::{Deserialize, Serialize};

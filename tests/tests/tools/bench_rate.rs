@@ -31,7 +31,8 @@ async fn the_ratelimit_bench_counts_what_the_limit_admitted() {
         assert_eq!(m["errors"].as_u64(), Some(0), "{m}");
         // The bench's limit, whose count is what it admitted (blocks count
         // whole, less what they gave back).
-        let info = client.rate_limit("bench/rate/1").describe().await.unwrap();
+        let name = format!("bench/rate/4x{block}/1");
+        let info = client.rate_limit(&name).describe().await.unwrap();
         if block == "0" {
             assert!(
                 info.admitted >= ops && info.admitted <= ops + 4,
@@ -43,6 +44,5 @@ async fn the_ratelimit_bench_counts_what_the_limit_admitted() {
             // over, given back as each worker stopped.
             assert!(info.admitted <= ops + 4 * 50, "{info:?} for {ops}");
         }
-        client.rate_limit("bench/rate/1").delete().await.unwrap();
     }
 }
