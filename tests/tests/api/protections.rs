@@ -93,8 +93,11 @@ async fn a_lock_delay_holds_the_lock_after_an_expiry_and_not_after_a_release() {
     let (granted_at, guard) = waiting.await.unwrap();
     let guard = guard.unwrap();
     let delayed = granted_at - expired_at;
+    // Seen from here a little after the leader applied the expiry, on a
+    // machine that may be loaded: well over half the delay is the proof
+    // (without one the waiter is granted in the expiry's own entry).
     assert!(
-        delayed >= Duration::from_millis(2_900),
+        delayed >= Duration::from_millis(2_500),
         "granted {delayed:?} after the expiry, within the 3 s lock-delay"
     );
     assert!(delayed < Duration::from_secs(8), "{delayed:?}");

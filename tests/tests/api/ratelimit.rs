@@ -5,7 +5,7 @@
 //! command only when admitted.
 
 use raftlock_client::{Client, Error, RateLimit};
-use raftlock_tests::{binary, Cluster};
+use raftlock_tests::{binary, http_call, Cluster};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -203,17 +203,84 @@ async fn bad_parameters_and_unknown_limits_get_precise_errors_and_change_nothing
     );
     assert_eq!(info.available, 10);
 
-    // A wait is served: 10 now, then the 11th after ~20 ms.
     for _ in 0..10 {
         assert!(a.try_take(1).await.unwrap().admitted);
     }
-    let refused = a.try_take(1).await.unwrap();
+    // One token a minute: the second is refused with the wait until it
+    // fits, and a take that may wait less is answered at once, refused.
+    let slow = client
+        .rate_limit("rl/slow")
+        .rate(1, Duration::from_secs(60))
+        .burst(1);
+    assert!(slow.try_take(1).await.unwrap().admitted);
+    let refused = slow.try_take(1).await.unwrap();
     assert!(
-        !refused.admitted && refused.retry_after > Duration::ZERO,
+        !refused.admitted && refused.retry_after > Duration::from_secs(50),
         "{refused:?}"
     );
-    let waited = a.take(1, Duration::from_secs(2)).await.unwrap();
-    assert!(waited.admitted);
+    let started = Instant::now();
+    assert!(!slow.take(1, Duration::from_secs(2)).await.unwrap().admitted);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "it did not wait in vain"
+    );
+    // Ten a second: a take that waits is admitted once the token is due.
+    let fast = client
+        .rate_limit("rl/fast")
+        .rate(10, Duration::from_secs(1))
+        .burst(1);
+    assert!(fast.try_take(1).await.unwrap().admitted);
+    let started = Instant::now();
+    assert!(fast.take(1, Duration::from_secs(2)).await.unwrap().admitted);
+    assert!(
+        started.elapsed() >= Duration::from_millis(50),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // Over HTTP: a negative rate is not a number of tokens; a zero one and
+    // an unknown limit are refused with their reasons, and nothing changed.
+    let addr = client.status().await.unwrap().leader_addr;
+    let refused = [
+        (
+            r#"{"name": "rl/b", "limit": {"rate": -5, "burst": 2}}"#,
+            400,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            r#"{"name": "rl/b", "limit": {"rate": 0, "burst": 2}}"#,
+            400,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            r#"{"name": "rl/b", "n": 3, "limit": {"rate": 5, "burst": 2}}"#,
+            400,
+            "INVALID_ARGUMENT",
+        ),
+        (r#"{"name": "rl/b"}"#, 404, "LIMIT_NOT_FOUND"),
+        (
+            r#"{"name": "rl/a", "limit": {"rate": 5, "burst": 2}}"#,
+            400,
+            "LIMIT_CONFLICT",
+        ),
+    ];
+    for (body, status, reason) in refused {
+        let r = http_call(&addr, "POST", "/v1/ratelimit/take", &[], body)
+            .await
+            .unwrap();
+        assert_eq!(r.status, status, "{body}: {r:?}");
+        assert_eq!(r.json()["reason"], reason, "{body}: {r:?}");
+    }
+    let err = client.rate_limit("rl/b").describe().await.unwrap_err();
+    assert!(
+        matches!(err, Error::LimitNotFound(_)),
+        "nothing was created: {err:?}"
+    );
+    assert_eq!(
+        a.describe().await.unwrap().admitted,
+        10,
+        "the refusals admitted nothing"
+    );
     assert!(client.rate_limit("rl/a").delete().await.unwrap());
 }
 
