@@ -9,7 +9,7 @@ use std::time::Duration;
 pub struct Args {
     /// Rate limit name.
     name: String,
-    /// Tokens per period, as N/s, N/m, N/h or N/<duration> (10/250ms):
+    /// Tokens per period, as N/s, N/m, N/h or N/DURATION (10/250ms):
     /// creates the limit on first use; an existing limit with another rate
     /// or burst is refused.
     #[arg(long, value_parser = parse_rate)]
