@@ -3,10 +3,14 @@
 //! ends with an unknown outcome is retired, as in Jepsen: its successor gets
 //! a new process id and a new session.
 
+mod frozen;
+mod rate;
+
 use crate::backend::{Backend, OpError, Session};
 use crate::history::{Op, Type, F};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+pub use rate::TOKEN_LEASE;
 use serde_json::json;
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -57,8 +61,6 @@ impl Kind {
     }
 }
 
-/// Validity of the rate-limit workload's token leases.
-pub const TOKEN_LEASE: Duration = Duration::from_millis(500);
 /// Permits of the semaphore workload.
 pub const PERMITS: u32 = 3;
 /// Session TTL of the workers.
@@ -504,113 +506,6 @@ impl Worker {
         }
     }
 
-    /// What every rate-limit op records of the limit, for the checker.
-    fn rate_value(&self) -> serde_json::Value {
-        json!({
-            "rate": crate::backend::RATE,
-            "per_ms": crate::backend::RATE_PER.as_millis() as u64,
-            "burst": crate::backend::BURST,
-            "lease_ms": TOKEN_LEASE.as_millis() as u64,
-        })
-    }
-
-    /// One token taken (at once, or waiting a little), or a block of
-    /// tokens reserved and spent one by one until it runs out or its
-    /// validity ends, each spend recorded when it happens.
-    async fn rate_step(&mut self, name: &str) {
-        let spec = |f: F, value: serde_json::Value| OpSpec {
-            process: self.process,
-            f,
-            lock: name.to_owned(),
-            session: None,
-            token: None,
-            valid_until: None,
-            value: Some(value),
-        };
-        let backend = self.backend.clone();
-        if self.rng.gen_bool(0.2) {
-            // Small blocks: the takers leave few tokens free at once.
-            let n = self.rng.gen_range(1..=2u64);
-            let mut v = self.rate_value();
-            v["n"] = json!(n);
-            let (block, retire) = timed(
-                &self.rec,
-                spec(F::Reserve, v),
-                backend.reserve(name, n, TOKEN_LEASE),
-                |b: &Option<Box<dyn crate::backend::TokenBlock>>, s| {
-                    s.value = Some(json!({ "admitted": b.is_some() }));
-                    Type::Ok
-                },
-            )
-            .await;
-            if retire {
-                self.retire().await;
-                return;
-            }
-            if let Some(Some(block)) = block {
-                while block.try_spend() {
-                    let s = spec(F::Spend, self.rate_value());
-                    self.rec.record(Type::Invoke, &s, None);
-                    self.rec.record(Type::Ok, &s, None);
-                    tokio::time::sleep(Duration::from_millis(self.rng.gen_range(20..150))).await;
-                }
-                block.finish().await;
-            }
-            return;
-        }
-        let wait = self
-            .rng
-            .gen_bool(0.3)
-            .then(|| Duration::from_millis(self.rng.gen_range(50..400)));
-        let (res, retire) = timed(
-            &self.rec,
-            spec(F::Take, self.rate_value()),
-            backend.take(name, wait),
-            |r: &(bool, Duration), s| {
-                s.value = Some(json!({ "admitted": r.0 }));
-                Type::Ok
-            },
-        )
-        .await;
-        if retire {
-            self.retire().await;
-            return;
-        }
-        match res {
-            Some((false, retry_after)) => {
-                tokio::time::sleep(retry_after.min(Duration::from_millis(300))).await
-            }
-            Some((true, _)) => {
-                tokio::time::sleep(Duration::from_millis(self.rng.gen_range(0..50))).await
-            }
-            None => tokio::time::sleep(Duration::from_millis(10)).await,
-        }
-    }
-
-    /// Sets the semaphore's size to one of 2 ..= 4 permits while others
-    /// hold and wait (never below the 2 a hold may ask for, which the
-    /// server refuses).
-    async fn resize(&mut self, name: &str) {
-        let permits: u32 = self.rng.gen_range(2..=4);
-        let spec = OpSpec {
-            process: self.process,
-            f: F::Resize,
-            lock: name.to_owned(),
-            session: None,
-            token: None,
-            valid_until: None,
-            value: Some(json!({ "permits": permits })),
-        };
-        let backend = self.backend.clone();
-        let (_, retire) = timed(&self.rec, spec, backend.resize(name, permits), |_, _| {
-            Type::Ok
-        })
-        .await;
-        if retire {
-            self.retire().await;
-        }
-    }
-
     /// Records that the library reported `s` ended, and whether the server
     /// ended it: a server that says "gone" before the client's deadline
     /// broke the lease promise, whatever the session held.
@@ -694,80 +589,6 @@ impl Worker {
             // A read changes nothing: its process goes on.
             Err(OpError::Fail(e)) => self.rec.record(Type::Fail, &v, Some(e)),
             Err(OpError::Unknown(e)) => self.rec.record(Type::Info, &v, Some(e)),
-        }
-    }
-
-    /// The GC-pause case: take the lock with a session nobody renews, stay
-    /// frozen past its TTL, then write with the old token as if nothing
-    /// happened.
-    async fn frozen_holder(&mut self, name: &str) {
-        let Ok(frozen) = self.backend.frozen_session(FROZEN_TTL).await else {
-            return;
-        };
-        let rec = self.rec.clone();
-        let sid = frozen.id();
-        let spec = self.spec(F::Acquire, name, sid);
-        let (res, retire) = timed(
-            &rec,
-            spec,
-            // A short wait: the locks are rarely free, and the session,
-            // never renewed, must still be alive when it is granted.
-            frozen.acquire(name, None, 1, FROZEN_TTL / 2),
-            granted,
-        )
-        .await;
-        if retire {
-            self.retire().await;
-            return;
-        }
-        let Some(Some(token)) = res else { return };
-        // The deadline a client would have computed; it passes while frozen.
-        let deadline = frozen.lease_deadline();
-        tokio::time::sleep(FROZEN_TTL + Duration::from_secs(1)).await;
-        // On waking, a renewal sent by hand: the server must not call a
-        // session alive whose lock it may already have handed on.
-        let mut k = self.spec(F::KeepAlive, name, sid);
-        k.token = Some(token);
-        k.valid_until = Some(deadline);
-        let sent = Instant::now();
-        self.rec.record(Type::Invoke, &k, None);
-        match frozen.keep_alive().await {
-            Ok(()) => {
-                self.rec.record(Type::Ok, &k, None);
-                // An acknowledged renewal promises the session (and so its
-                // lock) until at least its send time + TTL − margin: a
-                // Validate before then must find the token still held.
-                let promised =
-                    sent + FROZEN_TTL - (FROZEN_TTL / 10).max(Duration::from_millis(100));
-                self.validate(name, sid, token, promised).await;
-            }
-            Err(OpError::Fail(e)) => self.rec.record(Type::Fail, &k, Some(e)),
-            Err(OpError::Unknown(e)) => self.rec.record(Type::Info, &k, Some(e)),
-        }
-        self.seq += 1;
-        let mut w = self.spec(F::Write, name, sid);
-        w.token = Some(token);
-        // Its lease lapsed while it was frozen; the write is what a paused
-        // process does on waking.
-        w.valid_until = Some(deadline);
-        w.value = Some(json!({ "seq": self.seq, "frozen": true }));
-        let regs = self.registers.clone();
-        let n2 = name.to_owned();
-        timed(
-            &rec,
-            w,
-            async move { regs.write(&n2, token).map_err(OpError::Fail) },
-            |_, _| Type::Ok,
-        )
-        .await;
-        let mut r = self.spec(F::Release, name, sid);
-        r.token = Some(token);
-        r.valid_until = Some(deadline);
-        let retire = timed(&rec, r, frozen.release(name, token), |_, _| Type::Ok)
-            .await
-            .1;
-        if retire {
-            self.retire().await;
         }
     }
 }
