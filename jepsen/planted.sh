@@ -34,7 +34,7 @@ runs=(
   # Holds of two permits counted as one: a semaphore over its size.
   "one-permit-each     semaphore none     1 2"
   # A rate limit that lets twice its burst through.
-  "rate-double-burst   ratelimit none     1 2"
+  "rate-double-burst   ratelimit none     1 2 3"
   # Not the server's: a client that acts on its lock without asking the
   # library whether the lease still holds, paused past its TTL by the
   # client nemesis.

@@ -143,17 +143,23 @@ pub(super) fn ratelimit(history: &[Op]) -> CheckResult {
     };
     events.extend(spends);
     events.sort_by_key(|e| (e.0, e.1));
-    let allowed = |span_ns: u64| {
-        (span_ns + slack_ns) as f64 / 1e6 / per_ms as f64 * rate as f64 * 1.01 + burst as f64
+    // A span's admissions were all made within it, or (when a spend of a
+    // leased token is among them) from a lease's validity before it.
+    let allowed = |span_ns: u64, spends: bool| {
+        let slack = if spends { slack_ns } else { 0 };
+        (span_ns + slack) as f64 / 1e6 / per_ms as f64 * rate as f64 * 1.01 + burst as f64
     };
+    let is_spend = |e: &(u64, u64, Vec<Op>)| e.2.first().is_some_and(|o| o.f == F::Spend);
     for (i, start) in events.iter().enumerate() {
         // Events that began at or after this one's start, by when they ended.
         let mut inside: Vec<&(u64, u64, Vec<Op>)> = events[i..].iter().collect();
         inside.sort_by_key(|e| e.1);
+        let mut spends = false;
         for (k, end) in inside.iter().enumerate() {
             let count = (k + 1) as f64;
             let span = end.1.saturating_sub(start.0);
-            if count > allowed(span) {
+            spends |= is_spend(end);
+            if count > allowed(span, spends) {
                 let ops = inside[..=k].iter().flat_map(|e| e.2.clone()).collect();
                 return CheckResult::invalid(
                     NAME,
@@ -162,7 +168,7 @@ pub(super) fn ratelimit(history: &[Op]) -> CheckResult {
                         k + 1,
                         span as f64 / 1e9,
                         start.0 as f64 / 1e9,
-                        if slack_ns > 0 { format!(" and token leases of {lease_ms} ms") } else { String::new() }
+                        if spends { format!(" and token leases of {lease_ms} ms") } else { String::new() }
                     ),
                     ops,
                 );

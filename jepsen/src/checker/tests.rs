@@ -434,6 +434,10 @@ fn a_rate_limit_over_its_rate_or_burst_is_caught() {
     take(&mut h2, 99, 1, 7, true);
     h2.0.sort_by_key(|o| o.time_ns);
     assert_invalid(&check_all(&h2.0), "ratelimit");
+    // A lease's slack excuses only spans with a leased token spent in them.
+    h2.rec(5_000, 97, Type::Invoke, F::Spend, "r", None, None, None)
+        .rec(5_000, 97, Type::Ok, F::Spend, "r", None, None, None);
+    assert_invalid(&check_all(&h2.0), "ratelimit");
 
     // Refused and unknown takes count for nothing.
     let mut h3 = H(h.0.clone());

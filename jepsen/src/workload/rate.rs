@@ -35,6 +35,15 @@ impl Worker {
             valid_until: None,
             value: Some(value),
         };
+        // Traffic comes in bursts: every worker pauses through every
+        // fourth second of the run, so the limit fills up and the next
+        // second opens with a rush, which is where a burst too large shows.
+        let second = super::monotonic_ns() / 1_000_000_000;
+        if second % 4 == 3 {
+            let next = (second + 1) * 1_000_000_000;
+            tokio::time::sleep(Duration::from_nanos(next - super::monotonic_ns().min(next))).await;
+            return;
+        }
         let backend = self.backend.clone();
         if self.rng.gen_bool(0.2) {
             // Small blocks: the takers leave few tokens free at once.
