@@ -48,10 +48,29 @@ async fn start_dev(args: &[&str]) -> (Dev, Vec<String>) {
             .arg("dev")
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("raftlockd dev starts"),
     ));
+    // Its log, kept to say why if it stops before printing its endpoints.
+    let stderr = dev
+        .0
+        .as_mut()
+        .and_then(|d| d.stderr.take())
+        .expect("stderr");
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    {
+        let log = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+                if log.len() < 64 << 10 {
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            }
+        });
+    }
     let stdout = dev
         .0
         .as_mut()
@@ -73,6 +92,11 @@ async fn start_dev(args: &[&str]) -> (Dev, Vec<String>) {
         .await
         .expect("dev printed its endpoints in time")
         .unwrap();
+    if !lines.iter().any(|l| l.starts_with("RAFTLOCK_ENDPOINTS=")) {
+        std::thread::sleep(Duration::from_millis(200));
+        let log = log.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        panic!("raftlockd dev stopped before printing its endpoints: {lines:?}\n{log}");
+    }
     (dev, lines)
 }
 
