@@ -243,6 +243,37 @@ impl Cluster {
             .expect("client connects")
     }
 
+    /// A client that says it runs on `host` as process `pid`, as a
+    /// service's instance would (for tests of who holds what).
+    pub async fn client_on(&self, host: &str, pid: u32) -> Client {
+        Client::connect_with(
+            self.endpoints(),
+            raftlock_client::Options {
+                host: Some(host.into()),
+                pid: Some(pid),
+                ..client_options(&self.access)
+            },
+        )
+        .await
+        .expect("client connects")
+    }
+
+    /// Runs the `raftlock` CLI against this cluster; returns its output,
+    /// which must be a success.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let out = std::process::Command::new(binary("raftlock"))
+            .env("RAFTLOCK_ENDPOINTS", self.endpoints().join(","))
+            .args(args)
+            .output()
+            .expect("raftlock runs");
+        assert!(
+            out.status.success(),
+            "raftlock {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("UTF-8 output")
+    }
+
     /// Waits until some running node leads.
     pub async fn wait_for_leader(&self, within: Duration) -> u64 {
         self.local

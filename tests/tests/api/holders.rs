@@ -2,43 +2,14 @@
 //! their client's name, identity, host and pid; `describe`, `sessions` and
 //! the CLI answer with them, and JSON output prints text as text.
 
-use raftlock_client::{Client, Options};
-use raftlock_tests::{binary, Cluster};
-use std::process::Command;
+use raftlock_tests::Cluster;
 use std::time::Duration;
-
-async fn client_on(cluster: &Cluster, host: &str, pid: u32) -> Client {
-    Client::connect_with(
-        cluster.endpoints(),
-        Options {
-            host: Some(host.into()),
-            pid: Some(pid),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap()
-}
-
-fn cli(cluster: &Cluster, args: &[&str]) -> String {
-    let out = Command::new(binary("raftlock"))
-        .env("RAFTLOCK_ENDPOINTS", cluster.endpoints().join(","))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "raftlock {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 #[tokio::test]
 async fn describe_and_sessions_say_who_holds_and_who_waits() {
     let cluster = Cluster::start(3).await;
-    let web1 = client_on(&cluster, "web-1", 4242).await;
-    let web2 = client_on(&cluster, "web-2", 77).await;
+    let web1 = cluster.client_on("web-1", 4242).await;
+    let web2 = cluster.client_on("web-2", 77).await;
     let holder = web1
         .session_named(Duration::from_secs(20), "deployer")
         .await
@@ -91,7 +62,7 @@ async fn describe_and_sessions_say_who_holds_and_who_waits() {
     assert_eq!(b[0].session_id, waiter.id());
 
     // The CLI's answer to the incident question, in one screen.
-    let text = cli(&cluster, &["describe", "deploy/prod"]);
+    let text = cluster.cli(&["describe", "deploy/prod"]);
     assert!(
         text.contains("deploy/prod: held exclusively, 1 waiting"),
         "{text}"
@@ -99,18 +70,16 @@ async fn describe_and_sessions_say_who_holds_and_who_waits() {
     assert!(text.contains("deployer on web-1 pid 4242"), "{text}");
     assert!(text.contains("deployer-b on web-2 pid 77"), "{text}");
     assert!(text.contains(r#"metadata "release 2026.11""#), "{text}");
-    let json: serde_json::Value = serde_json::from_str(&cli(
-        &cluster,
-        &["--output", "json", "describe", "deploy/prod"],
-    ))
-    .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&cluster.cli(&["--output", "json", "describe", "deploy/prod"]))
+            .unwrap();
     assert_eq!(
         json["holders"][0]["metadata"],
         serde_json::json!({"utf8": "release 2026.11"}),
         "{json}"
     );
     assert_eq!(json["sessions"][0]["host"], "web-1", "{json}");
-    let listed = cli(&cluster, &["sessions"]);
+    let listed = cluster.cli(&["sessions"]);
     assert!(
         listed.contains("on web-2 pid 77") && listed.contains("waits deploy/prod"),
         "{listed}"
@@ -152,7 +121,7 @@ async fn json_output_prints_bytes_that_are_not_text_as_base64() {
         .await
         .unwrap();
     let json: serde_json::Value =
-        serde_json::from_str(&cli(&cluster, &["--output", "json", "describe", "bin/x"])).unwrap();
+        serde_json::from_str(&cluster.cli(&["--output", "json", "describe", "bin/x"])).unwrap();
     assert_eq!(
         json["holders"][0]["metadata"],
         serde_json::json!({"base64": "/wCA"}),

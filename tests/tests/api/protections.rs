@@ -4,11 +4,10 @@
 //! and whose size changes while held.
 
 use futures::StreamExt;
-use raftlock_client::{Client, Error, LockEventKind, Options, WatchBatch};
+use raftlock_client::{Error, LockEventKind, WatchBatch};
 use raftlock_proto::v1::lock_client::LockClient;
 use raftlock_proto::v1::*;
-use raftlock_tests::{binary, raw, Cluster};
-use std::process::Command;
+use raftlock_tests::{raw, Cluster};
 use std::time::{Duration, Instant};
 
 async fn leader_addr(cluster: &Cluster) -> String {
@@ -227,37 +226,10 @@ async fn a_hold_cap_releases_on_time_and_the_guard_reports_the_loss_first() {
     );
 }
 
-async fn client_on(cluster: &Cluster, host: &str) -> Client {
-    Client::connect_with(
-        cluster.endpoints(),
-        Options {
-            host: Some(host.into()),
-            pid: Some(31337),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap()
-}
-
-fn cli(cluster: &Cluster, args: &[&str]) -> String {
-    let out = Command::new(binary("raftlock"))
-        .env("RAFTLOCK_ENDPOINTS", cluster.endpoints().join(","))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "raftlock {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 #[tokio::test]
 async fn holds_take_several_permits_and_a_resize_changes_a_held_semaphore() {
     let cluster = Cluster::start(3).await;
-    let client = client_on(&cluster, "batch-7").await;
+    let client = cluster.client_on("batch-7", 31337).await;
     let session = || client.session(Duration::from_secs(20));
     let (a, b, c, d) = (
         session().await.unwrap(),
@@ -312,7 +284,7 @@ async fn holds_take_several_permits_and_a_resize_changes_a_held_semaphore() {
     assert_eq!(info.holders.iter().map(|h| h.count).sum::<u32>(), 8);
 
     // Shrinking takes nothing away; nobody new gets in until the holders fit.
-    let out = cli(&cluster, &["resize", "pool", "3"]);
+    let out = cluster.cli(&["resize", "pool", "3"]);
     assert!(out.contains("3 permits"), "{out}");
     assert_eq!(client.describe("pool").await.unwrap().holders.len(), 3);
     let wd = wait(d.clone(), 1);
@@ -332,11 +304,11 @@ async fn holds_take_several_permits_and_a_resize_changes_a_held_semaphore() {
     assert_eq!(gd.grant().count, 1);
 
     // `list` and `describe` say who holds it.
-    let out = cli(&cluster, &["list", "pool"]);
+    let out = cluster.cli(&["list", "pool"]);
     assert!(out.contains("@batch-7:31337"), "{out}");
-    let out = cli(&cluster, &["describe", "pool"]);
+    let out = cluster.cli(&["describe", "pool"]);
     assert!(out.contains("1 of 3 permits held (resized)"), "{out}");
     // Resize 0 forgets the size: the stated size counts again.
-    cli(&cluster, &["resize", "pool", "0"]);
+    cluster.cli(&["resize", "pool", "0"]);
     assert!(!client.describe("pool").await.unwrap().resized);
 }
