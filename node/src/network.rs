@@ -4,6 +4,10 @@
 //! the deadline openraft gives it. Appends (and the heartbeats that carry
 //! the commit index) go over one long-lived `AppendEntriesStream` per
 //! peer; votes and snapshots are unary calls.
+//!
+//! A heartbeat whose only news is a higher commit index is not sent when
+//! an append to the same follower is about to follow it: the append carries
+//! that commit index anyway (see [`PeerConnection::superseded`]).
 
 use crate::peer_codec;
 use openraft::error::{
@@ -14,6 +18,7 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
+use openraft::Vote;
 use raftlock_proto::v1::raft_client::RaftClient;
 use raftlock_proto::v1::RaftPayload;
 use raftlock_store::types::LogId;
@@ -45,7 +50,16 @@ pub struct PeerNetwork {
     /// This node's durable log point: the commit index sent to followers
     /// never passes it (see `Wal::flush_leader_appends_in_parallel`).
     flushed: Option<tokio::sync::watch::Receiver<Option<LogId>>>,
+    /// This node's log as appended: a commit-only heartbeat is dropped when
+    /// it shows an append on its way (see `PeerConnection::superseded`).
+    appended: Option<tokio::sync::watch::Receiver<Option<LogId>>>,
 }
+
+/// How long a commit-only heartbeat waits for an append to carry its
+/// commit index before it goes out alone. Under load the next append comes
+/// well within it; on an idle cluster followers learn the last commit this
+/// much later, which nobody waits for (they serve no reads of their own).
+const COMMIT_HEARTBEAT_DEFER: Duration = Duration::from_millis(5);
 
 impl PeerNetwork {
     /// Peer connections that originate from `listen_peer`'s IP (if it is a
@@ -84,6 +98,16 @@ impl PeerNetwork {
     /// a power loss of the leader then takes from the majority.
     pub fn commit_at_most(mut self, flushed: tokio::sync::watch::Receiver<Option<LogId>>) -> Self {
         self.flushed = Some(flushed);
+        self
+    }
+
+    /// Lets commit-only heartbeats ride with the next append to the same
+    /// follower when `appended`, this node's log, shows one coming.
+    pub fn defer_commit_heartbeats(
+        mut self,
+        appended: tokio::sync::watch::Receiver<Option<LogId>>,
+    ) -> Self {
+        self.appended = Some(appended);
         self
     }
 
@@ -129,6 +153,12 @@ pub struct PeerConnection {
     /// The open `AppendEntriesStream`, if any: opened on the first append
     /// and again after it breaks.
     append_stream: Option<AppendStream>,
+    appended: Option<tokio::sync::watch::Receiver<Option<LogId>>>,
+    /// The vote and log point the follower confirmed in its last answer on
+    /// this connection, if that answer was a success.
+    confirmed: Option<(Vote<NodeId>, Option<LogId>)>,
+    /// The highest commit index the follower has acknowledged hearing.
+    commit_heard: Option<LogId>,
 }
 
 /// An open `AppendEntriesStream`: requests go in `tx`, answers come back
@@ -173,6 +203,9 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
             lacks,
             flushed: self.flushed.clone(),
             append_stream: None,
+            appended: self.appended.clone(),
+            confirmed: None,
+            commit_heard: None,
         }
     }
 }
@@ -182,6 +215,67 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
 struct Msg(String);
 
 impl PeerConnection {
+    /// Whether `rpc` is a heartbeat that only carries a higher commit index
+    /// to a follower that already holds everything it names, while this
+    /// node's log shows an append to the follower on its way: waits up to
+    /// [`COMMIT_HEARTBEAT_DEFER`] for that.
+    ///
+    /// openraft 0.9 sends such a heartbeat to every follower after every
+    /// commit, then the next append right behind it: two messages each way
+    /// per entry instead of one, on every node the costliest part of an
+    /// entry (socket writes, reads and thread wake-ups). The append that
+    /// follows carries the same commit index (openraft puts its latest in
+    /// every request), so the heartbeat is answered here as the follower
+    /// answered the last append on this connection: success at the same
+    /// log point, which openraft already counts. Nothing it learns is new
+    /// or false but the time of the answer, which it uses only for a
+    /// metric; its leadership checks (`ensure_linearizable`) open a
+    /// connection of their own and are always sent. A heartbeat that
+    /// carries no new commit (a follower's timer depends on those) or
+    /// follows a failure is always sent, as is this one if no append comes.
+    async fn superseded(&mut self, rpc: &AppendEntriesRequest<TypeConfig>) -> bool {
+        let Some(appended) = &mut self.appended else {
+            return false;
+        };
+        if !rpc.entries.is_empty()
+            || self.confirmed != Some((rpc.vote, rpc.prev_log_id))
+            || rpc.leader_commit <= self.commit_heard
+        {
+            return false;
+        }
+        let held = rpc.prev_log_id.map(|l| l.index);
+        let coming = |last: &Option<LogId>| last.map(|l| l.index) > held;
+        let superseded = matches!(
+            tokio::time::timeout(COMMIT_HEARTBEAT_DEFER, appended.wait_for(coming)).await,
+            Ok(Ok(_))
+        );
+        metrics::counter!(
+            "raftlock_commit_heartbeats_total",
+            "sent" => if superseded { "with_append" } else { "alone" }
+        )
+        .increment(1);
+        superseded
+    }
+
+    /// Remembers what the follower confirmed with its answer to `rpc`.
+    fn note_answer(
+        &mut self,
+        rpc: &AppendEntriesRequest<TypeConfig>,
+        answer: &Result<AppendEntriesResponse<NodeId>, impl Sized>,
+    ) {
+        let held = match answer {
+            Ok(AppendEntriesResponse::Success) => {
+                Some(rpc.entries.last().map(|e| e.log_id).or(rpc.prev_log_id))
+            }
+            Ok(AppendEntriesResponse::PartialSuccess(matching)) => Some(*matching),
+            _ => None,
+        };
+        self.confirmed = held.map(|h| (rpc.vote, h));
+        if held.is_some() && rpc.leader_commit > self.commit_heard {
+            self.commit_heard = rpc.leader_commit;
+        }
+    }
+
     /// One attempt: encodes `req` in the chosen format and sends it.
     async fn send<Req: Serialize>(
         client: &mut RaftClient<Channel>,
@@ -343,6 +437,32 @@ impl PeerConnection {
     }
 }
 
+impl PeerConnection {
+    /// Sends `rpc` over the append stream, or as a unary call to a peer
+    /// without one.
+    async fn append_sent(
+        &mut self,
+        rpc: &AppendEntriesRequest<TypeConfig>,
+        option: &RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, NodeInfo, RaftError<NodeId>>> {
+        let binary = !self.lacks.binary.load(Ordering::Relaxed);
+        if binary && !self.lacks.append_stream.load(Ordering::Relaxed) {
+            match self.append_streamed(rpc, option).await {
+                Streamed::Answer(reply) => return self.decode(reply),
+                Streamed::Failed(status) => return Err(rpc_error(status)),
+                Streamed::Unsupported => {
+                    tracing::info!(
+                        peer = self.target,
+                        "peer has no append stream (an older release): sending it unary appends"
+                    );
+                    self.lacks.append_stream.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        self.call("append", rpc, option).await
+    }
+}
+
 /// The commit index a leader may tell a follower: openraft's, but never
 /// past `flushed`, the last entry durable in the leader's own log.
 fn commit_to_send(commit: Option<LogId>, flushed: Option<LogId>) -> Option<LogId> {
@@ -371,21 +491,12 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         if let Some(flushed) = &self.flushed {
             rpc.leader_commit = commit_to_send(rpc.leader_commit, *flushed.borrow());
         }
-        let binary = !self.lacks.binary.load(Ordering::Relaxed);
-        if binary && !self.lacks.append_stream.load(Ordering::Relaxed) {
-            match self.append_streamed(&rpc, &option).await {
-                Streamed::Answer(reply) => return self.decode(reply),
-                Streamed::Failed(status) => return Err(rpc_error(status)),
-                Streamed::Unsupported => {
-                    tracing::info!(
-                        peer = self.target,
-                        "peer has no append stream (an older release): sending it unary appends"
-                    );
-                    self.lacks.append_stream.store(true, Ordering::Relaxed);
-                }
-            }
+        if self.superseded(&rpc).await {
+            return Ok(AppendEntriesResponse::Success);
         }
-        self.call("append", &rpc, &option).await
+        let answer = self.append_sent(&rpc, &option).await;
+        self.note_answer(&rpc, &answer);
+        answer
     }
 
     async fn install_snapshot(
@@ -412,6 +523,80 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
 mod tests {
     use super::*;
     use openraft::CommittedLeaderId;
+
+    fn connection(appended: tokio::sync::watch::Receiver<Option<LogId>>) -> PeerConnection {
+        PeerConnection {
+            target: 2,
+            client: Err("no network in this test".into()),
+            lacks: Arc::default(),
+            flushed: None,
+            append_stream: None,
+            appended: Some(appended),
+            confirmed: None,
+            commit_heard: None,
+        }
+    }
+
+    fn heartbeat(prev: u64, commit: u64) -> AppendEntriesRequest<TypeConfig> {
+        AppendEntriesRequest {
+            vote: Vote::new_committed(2, 1),
+            prev_log_id: Some(id(2, prev)),
+            entries: vec![],
+            leader_commit: Some(id(2, commit)),
+        }
+    }
+
+    /// A commit-only heartbeat rides with the append that follows it, and
+    /// only then: a follower that has not confirmed the log point, a
+    /// heartbeat with no new commit, or no append coming sends it.
+    #[tokio::test]
+    async fn a_commit_heartbeat_is_left_to_the_append_that_follows_it() {
+        let (log, appended) = tokio::sync::watch::channel(Some(id(2, 7)));
+        let mut c = connection(appended);
+        // Nothing confirmed on this connection yet (a leadership check's
+        // connection is always new): sent.
+        assert!(!c.superseded(&heartbeat(7, 7)).await);
+
+        // The follower acknowledged entries up to 7 and commit 6.
+        let mut append = heartbeat(6, 6);
+        append.entries = vec![openraft::Entry {
+            log_id: id(2, 7),
+            payload: openraft::EntryPayload::Blank,
+        }];
+        c.note_answer(&append, &Ok::<_, ()>(AppendEntriesResponse::Success));
+        assert_eq!(
+            c.confirmed,
+            Some((Vote::new_committed(2, 1), Some(id(2, 7))))
+        );
+
+        // No news (a periodic heartbeat): sent, since the follower's
+        // election timer runs on them.
+        assert!(!c.superseded(&heartbeat(7, 6)).await);
+        // Commit 7, and no append comes within the wait: sent.
+        let started = std::time::Instant::now();
+        assert!(!c.superseded(&heartbeat(7, 7)).await);
+        assert!(started.elapsed() >= COMMIT_HEARTBEAT_DEFER);
+        // Commit 7, and entry 8 is appended meanwhile: left to that append.
+        let appending = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            log.send_replace(Some(id(2, 8)));
+            log
+        });
+        assert!(c.superseded(&heartbeat(7, 7)).await);
+        let _log = appending.await.unwrap();
+        // A heartbeat about a log point the follower has not confirmed
+        // (it is behind): sent.
+        assert!(!c.superseded(&heartbeat(6, 7)).await);
+
+        // After a refusal nothing is confirmed: every heartbeat is sent
+        // until an append succeeds again.
+        c.note_answer(
+            &heartbeat(7, 7),
+            &Ok::<_, ()>(AppendEntriesResponse::Conflict),
+        );
+        assert_eq!(c.confirmed, None);
+        assert!(!c.superseded(&heartbeat(7, 7)).await);
+    }
 
     fn id(term: u64, index: u64) -> LogId {
         LogId::new(CommittedLeaderId::new(term, 1), index)

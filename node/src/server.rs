@@ -119,7 +119,8 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         log.flush_leader_appends_in_parallel(config.id);
     }
     let network = PeerNetwork::new(&config.listen_peer, config.tls.peer_client())
-        .commit_at_most(log.flushed());
+        .commit_at_most(log.flushed())
+        .defer_commit_heartbeats(log.appended());
     let raft = Raft::new(
         config.id,
         Arc::new(raft_config),

@@ -72,6 +72,9 @@ struct Inner {
     /// The last entry known durable, which the state machine waits for
     /// before applying and a leader caps the commit index it sends at.
     flushed: tokio::sync::watch::Sender<Option<LogId>>,
+    /// The log's last entry as appended, durable or not: a leader's peer
+    /// network learns from it that an append is about to go out.
+    appended: tokio::sync::watch::Sender<Option<LogId>>,
     /// The latest committed-index record not yet handed to the writer: it
     /// goes out with the next write somebody waits for, not in a write (and
     /// a wake-up of the writer thread) of its own.
@@ -109,6 +112,7 @@ impl Wal {
         let writer_stats = stats.clone();
         // Everything recovery found is on disk.
         let (flushed, _) = tokio::sync::watch::channel(image.last_log_id());
+        let (appended, _) = tokio::sync::watch::channel(image.last_log_id());
         let writer_flushed = flushed.clone();
         std::thread::Builder::new()
             .name("raftlock-wal".into())
@@ -121,6 +125,7 @@ impl Wal {
                     writer: tx,
                     stats,
                     flushed,
+                    appended,
                     committed: std::sync::Mutex::new(None),
                     early_for: std::sync::OnceLock::new(),
                 }),
@@ -133,6 +138,12 @@ impl Wal {
     /// conflicting suffix is truncated.
     pub fn flushed(&self) -> tokio::sync::watch::Receiver<Option<LogId>> {
         self.inner.flushed.subscribe()
+    }
+
+    /// The log's last entry as appended, before it is durable; goes back
+    /// with a truncation.
+    pub fn appended(&self) -> tokio::sync::watch::Receiver<Option<LogId>> {
+        self.inner.appended.subscribe()
     }
 
     /// Lets node `id`, while it leads, replicate its own entries while they
@@ -175,6 +186,7 @@ impl Wal {
             for e in entries {
                 image.apply_effect(&Effect::Entry(e.log_id.index), Some(e));
             }
+            self.inner.appended.send_replace(image.last_log_id());
             early
         };
         let count = records.len() as u64;
@@ -277,6 +289,7 @@ impl Wal {
         }
         records.push(Encoded::committed(&image.committed)?);
         *self.image_mut() = image.clone();
+        self.inner.appended.send_replace(image.last_log_id());
         self.write_durably(records, Some(image.last_log_id())).await
     }
 }
@@ -446,6 +459,7 @@ impl RaftLogStorage<TypeConfig> for Wal {
         let last = {
             let mut image = self.image_mut();
             image.apply_effect(&Effect::Truncate(log_id.index), None);
+            self.inner.appended.send_replace(image.last_log_id());
             image.last_log_id()
         };
         self.write_durably(vec![record], Some(last))
