@@ -225,6 +225,14 @@ fn describe() {
     );
 }
 
+/// The `state` label of `raftlock_raft_state` for each Raft role.
+const RAFT_STATES: [(ServerState, &str); 4] = [
+    (ServerState::Leader, "leader"),
+    (ServerState::Follower, "follower"),
+    (ServerState::Candidate, "candidate"),
+    (ServerState::Learner, "learner"),
+];
+
 /// Keeps the Raft and state-machine gauges current, and counts grants and
 /// session ends as entries are applied. Runs until the Raft stops.
 pub async fn track(node: Arc<Node>, data_dir: std::path::PathBuf) {
@@ -240,11 +248,13 @@ pub async fn track(node: Arc<Node>, data_dir: std::path::PathBuf) {
                 if r.is_err() {
                     return;
                 }
-                let m = raft.borrow_and_update().clone();
+                // Raft's metrics change several times per entry: read them
+                // in place and set gauges under static labels, with no
+                // clone or formatting on this path.
+                let m = raft.borrow_and_update();
                 gauge!("raftlock_raft_term").set(m.current_term as f64);
                 gauge!("raftlock_raft_is_leader").set(f64::from(u8::from(m.state == ServerState::Leader)));
-                for s in [ServerState::Leader, ServerState::Follower, ServerState::Candidate, ServerState::Learner] {
-                    let name = format!("{s:?}").to_lowercase();
+                for (s, name) in RAFT_STATES {
                     gauge!("raftlock_raft_state", "state" => name).set(f64::from(u8::from(m.state == s)));
                 }
                 gauge!("raftlock_raft_last_log_index").set(m.last_log_index.unwrap_or(0) as f64);
@@ -257,8 +267,8 @@ pub async fn track(node: Arc<Node>, data_dir: std::path::PathBuf) {
                 }
             }
             c = changes.recv() => match c {
-                Ok(c) => {
-                    if let Change::Applied { outcome, .. } = &*c {
+                Ok(batch) => for c in batch.iter() {
+                    if let Change::Applied { outcome, .. } = c {
                         for e in &outcome.events {
                             match e {
                                 Event::Granted(g) => {
@@ -277,10 +287,10 @@ pub async fn track(node: Arc<Node>, data_dir: std::path::PathBuf) {
                             }
                         }
                     }
-                    if let Change::Restored = &*c {
+                    if let Change::Restored = c {
                         holds.reload(&node);
                     }
-                }
+                },
                 // Events were missed: the grants held now are in the state.
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => holds.reload(&node),
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,

@@ -61,7 +61,7 @@ pub enum Change {
 #[derive(Debug)]
 pub struct SharedState {
     state: RwLock<AppliedState>,
-    changes: broadcast::Sender<Arc<Change>>,
+    changes: broadcast::Sender<Arc<[Change]>>,
 }
 
 impl SharedState {
@@ -71,13 +71,19 @@ impl SharedState {
     }
 
     /// Subscribes to changes from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
+    /// The changes applied from now on, in order: one message per batch
+    /// of entries applied together (each of their commands, in order), so
+    /// a subscriber wakes once per batch, not once per command.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<[Change]>> {
         self.changes.subscribe()
     }
 
-    fn publish(&self, change: Change) {
+    fn publish(&self, changes: Vec<Change>) {
+        if changes.is_empty() {
+            return;
+        }
         // No receivers is normal (nobody waiting): not an error.
-        let _ = self.changes.send(Arc::new(change));
+        let _ = self.changes.send(changes.into());
     }
 }
 
@@ -316,7 +322,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                     EntryPayload::Normal(p) => {
                         #[cfg(feature = "planted-bugs")]
                         let index = crate::planted::token_index(index);
-                        for (i, command) in p.commands.into_iter().enumerate() {
+                        for (i, command) in p.commands.iter().enumerate() {
                             let at = batch_index(index, i);
                             // A leader never builds such an entry; one that
                             // arrives anyway must not reuse the next entry's
@@ -329,11 +335,11 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                                     events: Vec::new(),
                                 }
                             } else {
-                                state.machine.apply(&command, at, p.at_ms)
+                                state.machine.apply(command, at, p.at_ms)
                             };
                             changes.push(Change::Applied {
                                 index: at,
-                                command,
+                                command: command.clone(),
                                 at_ms: p.at_ms,
                                 outcome: outcome.clone(),
                             });
@@ -344,9 +350,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                 replies.push(Applied { index, outcomes });
             }
         }
-        for c in changes {
-            self.shared.publish(c);
-        }
+        self.shared.publish(changes);
         Ok(replies)
     }
 
@@ -395,7 +399,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             state.last_applied = meta.last_log_id;
             state.last_membership = meta.last_membership.clone();
         }
-        self.shared.publish(Change::Restored);
+        self.shared.publish(vec![Change::Restored]);
         tracing::info!(
             index = meta.last_log_id.map(|l| l.index).unwrap_or(0),
             "installed a snapshot from the leader"

@@ -156,11 +156,17 @@ impl Locks {
                 let ended = loop {
                     tokio::select! {
                         c = changes.recv() => match c {
-                            Ok(c) => match &*c {
-                                Change::Applied { outcome, .. }
-                                    if !outcome.events.iter().any(|e| e.lock_name() == Some(&name)) => {}
-                                _ => break false,
-                            },
+                            Ok(batch) => {
+                                let touched = batch.iter().any(|c| match c {
+                                    Change::Applied { outcome, .. } => {
+                                        outcome.events.iter().any(|e| e.lock_name() == Some(&name))
+                                    }
+                                    Change::Restored => true,
+                                });
+                                if touched {
+                                    break false;
+                                }
+                            }
                             Err(RecvError::Lagged(_)) => break false,
                             Err(RecvError::Closed) => return,
                         },

@@ -367,10 +367,14 @@ impl LeaseDriver {
             }
             loop {
                 match changes.try_recv() {
-                    Ok(c) => match &*c {
-                        Change::Restored => self.rebuild(leading),
-                        applied => self.observe(applied),
-                    },
+                    Ok(batch) => {
+                        for c in batch.iter() {
+                            match c {
+                                Change::Restored => self.rebuild(leading),
+                                applied => self.observe(applied),
+                            }
+                        }
+                    }
                     Err(TryRecvError::Lagged(_)) => self.rebuild(leading),
                     Err(TryRecvError::Empty) | Err(TryRecvError::Closed) => break,
                 }

@@ -108,7 +108,7 @@ impl Waits {
         let mut changes = state.subscribe();
         loop {
             match changes.recv().await {
-                Ok(change) => match &*change {
+                Ok(batch) => batch.iter().for_each(|change| match change {
                     Change::Applied { outcome, .. } => {
                         for e in &outcome.events {
                             match e {
@@ -132,7 +132,7 @@ impl Waits {
                         }
                     }
                     Change::Restored => self.recheck_all(),
-                },
+                }),
                 Err(broadcast::error::RecvError::Lagged(_)) => self.recheck_all(),
                 Err(broadcast::error::RecvError::Closed) => return,
             }

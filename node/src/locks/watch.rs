@@ -150,7 +150,7 @@ impl WatchHub {
         tokio::spawn(async move {
             loop {
                 match changes.recv().await {
-                    Ok(c) => feeding.record(&c, &state),
+                    Ok(batch) => batch.iter().for_each(|c| feeding.record(c, &state)),
                     Err(RecvError::Lagged(_)) => feeding.reset(&state),
                     Err(RecvError::Closed) => return,
                 }
