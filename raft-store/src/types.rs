@@ -5,6 +5,7 @@ use crate::machine::{Command, Outcome};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::io::Cursor;
+use std::sync::Arc;
 
 /// A Raft node id.
 pub type NodeId = u64;
@@ -45,7 +46,10 @@ pub struct Proposal {
     /// Leader's wall clock, Unix ms (informational: `granted_at`).
     pub at_ms: u64,
     /// The commands, applied in order; command `i` at `batch_index(index, i)`.
-    pub commands: Vec<Command>,
+    /// Shared: the log, replication to each follower and apply all read
+    /// the same entry, and cloning it must not copy every command's name
+    /// and metadata (serialized exactly as a `Vec`).
+    pub commands: Arc<[Command]>,
 }
 
 impl Proposal {
@@ -53,19 +57,22 @@ impl Proposal {
     pub fn single(at_ms: u64, command: Command) -> Proposal {
         Proposal {
             at_ms,
-            commands: vec![command],
+            commands: Arc::new([command]),
         }
     }
 
     /// An entry of several commands.
     pub fn batch(at_ms: u64, commands: Vec<Command>) -> Proposal {
-        Proposal { at_ms, commands }
+        Proposal {
+            at_ms,
+            commands: commands.into(),
+        }
     }
 }
 
 impl fmt::Display for Proposal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.commands.as_slice() {
+        match &self.commands[..] {
             [one] => f.write_str(one.kind()),
             many => write!(f, "batch of {}", many.len()),
         }

@@ -126,7 +126,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
         out.push(json(e));
         if let EntryPayload::Normal(p) = &e.payload {
             out.push(json(p));
-            for c in &p.commands {
+            for c in p.commands.iter() {
                 out.push(json(c));
             }
         }
