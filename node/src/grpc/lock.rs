@@ -179,10 +179,23 @@ impl LockApi for LockService {
         let mut stopping = self.locks.node().stopping.clone();
         tokio::spawn(async move {
             let service = Arc::new(service);
+            // The stream's calls run inside this task, not in a task each:
+            // a spawn per call (and a wake-up of another worker to run it)
+            // cost more than the call's own work under many clients.
+            let mut calls = futures::stream::FuturesUnordered::new();
+            let mut reading = true;
             loop {
                 let msg = tokio::select! {
-                    m = inbound.next() => m,
-                    // The client is gone: stop reading for it.
+                    m = inbound.next(), if reading => m,
+                    Some(answer) = calls.next(), if !calls.is_empty() => {
+                        if tx.send(Ok(answer)).await.is_err() || (!reading && calls.is_empty()) {
+                            return;
+                        }
+                        continue;
+                    }
+                    // The client is gone: stop reading for it, and stop
+                    // its calls (a waiting acquire stops waiting, as a
+                    // cancelled unary call's would).
                     _ = tx.closed() => return,
                     // A stopping node has handed leadership over: end the
                     // stream with the successor's address, as keep-alive
@@ -196,8 +209,12 @@ impl LockApi for LockService {
                 let req = match msg {
                     Some(Ok(r)) => r,
                     // The client ended its side: calls in progress still
-                    // answer, then the stream ends when the last sender goes.
-                    None => return,
+                    // answer, then the stream ends.
+                    None if calls.is_empty() => return,
+                    None => {
+                        reading = false;
+                        continue;
+                    }
                     Some(Err(s)) => {
                         tracing::debug!(error = %s, "pipeline request stream failed");
                         return;
@@ -227,21 +244,13 @@ impl LockApi for LockService {
                     },
                     None => None,
                 };
-                let (service, caller, tx) = (service.clone(), caller.clone(), tx.clone());
-                tokio::spawn(async move {
+                let (service, caller) = (service.clone(), caller.clone());
+                calls.push(async move {
                     let _slot = slot;
-                    let answer = tokio::select! {
-                        a = service.pipeline_call(&caller, call) => a,
-                        // Nobody is left to answer: a waiting acquire stops
-                        // waiting, as a cancelled unary call's would.
-                        _ = tx.closed() => return,
-                    };
-                    let _ = tx
-                        .send(Ok(PipelineResponse {
-                            id,
-                            result: Some(answer),
-                        }))
-                        .await;
+                    PipelineResponse {
+                        id,
+                        result: Some(service.pipeline_call(&caller, call).await),
+                    }
                 });
             }
         });
