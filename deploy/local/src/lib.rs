@@ -146,7 +146,7 @@ impl Options {
             dir: None,
             keep_ports: false,
             args: Vec::new(),
-            env: Vec::new(),
+            env: shared_machine_env(nodes),
             metrics: true,
             log_filter: std::env::var("RAFTLOCK_LOG_LEVEL")
                 .or_else(|_| std::env::var("RUST_LOG"))
@@ -156,6 +156,21 @@ impl Options {
             attempts: 3,
         }
     }
+}
+
+/// The nodes of a local cluster share this machine's cores: each runs
+/// `cores / nodes` tokio workers (at least one) instead of one per core, as
+/// a node alone on its machine does. Three nodes of two workers each on two
+/// cores spent about 10% more CPU per log entry at one client, on threads
+/// waking each other to steal work, and were no faster at 64 clients
+/// (`docs/performance.md`). `TOKIO_WORKER_THREADS` set by the caller wins.
+fn shared_machine_env(nodes: u64) -> Vec<(OsString, OsString)> {
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
+        return Vec::new();
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    let workers = (cores / nodes.max(1)).max(1);
+    vec![("TOKIO_WORKER_THREADS".into(), workers.to_string().into())]
 }
 
 enum Dir {
