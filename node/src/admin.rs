@@ -117,6 +117,10 @@ fn describe() {
         Unit::Seconds,
         "Time from proposing a command to its being applied"
     );
+    describe_counter!(
+        "raftlock_commit_heartbeats_total",
+        "Commit-only heartbeats to followers: sent=with_append (the next append carried the commit) or alone"
+    );
     describe_histogram!(
         "raftlock_append_batch_entries",
         Unit::Count,

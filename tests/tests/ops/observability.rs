@@ -56,6 +56,19 @@ async fn metrics_have_real_values_after_load() {
             assert!(m("raftlock_proposal_seconds_count") >= 20.0);
             assert!(m(r#"raftlock_grpc_requests_total{method="Lock/Acquire",code="Ok"}"#) >= 10.0);
             assert!(m(r#"raftlock_raft_state{state="leader"}"#) == 1.0);
+            // Each commit's heartbeat either rode with the next append or
+            // went alone; which one depends on timing.
+            let heartbeats = ["with_append", "alone"]
+                .map(|s| {
+                    metric(
+                        &text,
+                        &format!(r#"raftlock_commit_heartbeats_total{{sent="{s}"}}"#),
+                    )
+                    .unwrap_or(0.0)
+                })
+                .iter()
+                .sum::<f64>();
+            assert!(heartbeats >= 1.0, "no commit heartbeat counted in\n{text}");
         }
     }
 }
