@@ -7,7 +7,7 @@
 //!
 //! A heartbeat whose only news is a higher commit index is not sent when
 //! an append to the same follower is about to follow it: the append carries
-//! that commit index anyway (see [`PeerConnection::superseded`]).
+//! that commit index anyway (see `PeerConnection::superseded`).
 
 use crate::peer_codec;
 use openraft::error::{
