@@ -33,6 +33,14 @@ async def test_election_and_observe_through_a_failover(cluster: Cluster) -> None
         await la.proclaim(b"node-a-v2")
         leader = await client.leader("elect/svc")
         assert leader is not None and leader.metadata == b"node-a-v2"
+        # The observer's stream opens while the campaign runs: wait for it to
+        # see the proclaimed value, or the kill below can come first and the
+        # reopened stream start from the next leader.
+        for _ in range(100):
+            if seen and seen[-1] == b"node-a-v2":
+                break
+            changed.clear()
+            await asyncio.wait_for(changed.wait(), 10)
         raft_leader = cluster.leader()
         assert raft_leader is not None
         cluster.kill(raft_leader)
