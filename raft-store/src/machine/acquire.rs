@@ -146,7 +146,7 @@ impl LeaseMachine {
                 metadata: req.metadata.to_vec(),
                 terms: req.terms,
             };
-            lock.holders.push(grant.clone());
+            lock.push_holder(grant.clone());
             session.held.insert(req.name.to_owned(), req.request_id);
             events.push(Event::Granted(grant.clone()));
             Ok(Reply::Acquired(grant))

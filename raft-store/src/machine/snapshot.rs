@@ -283,7 +283,7 @@ mod old {
                             first: r.first.map(Into::into),
                             call: r.call,
                         };
-                        (seq, recorded)
+                        (seq, Box::new(recorded))
                     })
                     .collect(),
             }

@@ -328,3 +328,32 @@ fn a_sessions_origin_lives_as_long_as_the_session_and_version_3_still_reads() {
     log.apply(Command::ExpireSessions { sessions: vec![t] });
     assert!(log.m.origins.is_empty());
 }
+
+/// A million held locks: what each keeps in every replica's memory. A
+/// grant's recorded answer is a verdict (a duplicate is answered from the
+/// lock table), so its metadata is not kept twice; a lock's only holder
+/// takes one slot, not the four a `Vec`'s first push reserves.
+#[test]
+fn a_held_lock_keeps_its_metadata_once_and_one_holder_slot() {
+    let mut log = Log::new();
+    let s = log.session();
+    let mut acquire = seq_acquire(s, "l", 1, 1, 1, None);
+    if let Command::Sequenced { command, .. } = &mut acquire {
+        if let Command::Acquire { metadata, .. } = command.as_mut() {
+            *metadata = vec![7; 4096];
+        }
+    }
+    let g = granted(&log.apply(acquire.clone()));
+    assert_eq!(g.metadata.len(), 4096);
+    match &log.m.once[&s].answers[&1].first {
+        Ok(Reply::Acquired(recorded)) => {
+            assert!(recorded.metadata.is_empty());
+            assert_eq!(recorded.token, g.token);
+        }
+        other => panic!("recorded {other:?}"),
+    }
+    assert_eq!(log.m.locks["l"].holders.capacity(), 1);
+    // The duplicate still gets the grant as it stands, metadata and all.
+    let dup = granted(&log.apply(acquire));
+    assert_eq!(dup, g);
+}
