@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::sync::{mpsc, oneshot};
 
 /// Entries proposed at once by default (`--proposals-in-flight`): while one
 /// is being appended and fsynced the next can already be proposed. More
@@ -105,7 +106,6 @@ async fn run(
     max_batch: usize,
     stats: Arc<BatchStats>,
 ) {
-    let slots = Arc::new(Semaphore::new(in_flight));
     let drain = |batch: &mut Vec<(Command, Reply)>, rx: &mut mpsc::UnboundedReceiver<_>| {
         while batch.len() < max_batch {
             match rx.try_recv() {
@@ -114,51 +114,80 @@ async fn run(
             }
         }
     };
-    while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        drain(&mut batch, &mut rx);
-        // A few commands take any free slot: a lock handoff (a release
-        // whose grant the next holder is waiting on) must not wait behind
-        // another entry. Many commands mean load: they wait until nothing
-        // else is in flight, so they form fewer, larger entries, since
-        // openraft 0.9 pays a fixed cost per entry (the leader's core waits
-        // for its own fsync of each).
-        let wanted = if batch.len() <= SMALL_BATCH {
-            1
-        } else {
-            in_flight
-        };
-        let Ok(slot) = slots.clone().acquire_many_owned(wanted as u32).await else {
-            return;
-        };
-        // What arrived while waiting for the slot joins this entry.
-        drain(&mut batch, &mut rx);
-        metrics::histogram!("raftlock_proposal_batch_commands").record(batch.len() as f64);
-        let raft = raft.clone();
-        let stats = stats.clone();
-        tokio::spawn(async move {
-            let (commands, replies): (Vec<Command>, Vec<Reply>) = batch.into_iter().unzip();
-            let result = write(id, &raft, commands, write_timeout).await;
-            drop(slot);
-            match result {
-                Ok(outcomes) => {
-                    // Counted once committed: a node that lost leadership
-                    // proposed nothing.
-                    stats
-                        .commands
-                        .fetch_add(outcomes.len() as u64, Ordering::Relaxed);
-                    stats.entries.fetch_add(1, Ordering::Relaxed);
-                    for (reply, outcome) in replies.into_iter().zip(outcomes) {
-                        let _ = reply.send(Ok(outcome));
-                    }
-                }
-                Err(e) => {
-                    for reply in replies {
-                        let _ = reply.send(Err(e.clone()));
-                    }
-                }
+    // The entries in flight are polled here, in this task: a task spawned
+    // per entry cost a spawn, a schedule and a wake-up of its own for every
+    // commit.
+    let mut writes = FuturesUnordered::new();
+    // The next entry, waiting for room in flight.
+    let mut next: Option<Vec<(Command, Reply)>> = None;
+    let mut closed = false;
+    loop {
+        if let Some(batch) = next.as_mut() {
+            // What arrived while it waited joins it.
+            drain(batch, &mut rx);
+            // A few commands take any free slot: a lock handoff (a release
+            // whose grant the next holder is waiting on) must not wait
+            // behind another entry. Many commands mean load: they wait
+            // until nothing else is in flight, so they form fewer, larger
+            // entries, since openraft 0.9 pays a fixed cost per entry (the
+            // leader's core waits for its own fsync of each).
+            let wanted = if batch.len() <= SMALL_BATCH {
+                1
+            } else {
+                in_flight
+            };
+            if writes.len() + wanted <= in_flight {
+                let batch = next.take().unwrap_or_default();
+                metrics::histogram!("raftlock_proposal_batch_commands").record(batch.len() as f64);
+                let (commands, replies): (Vec<Command>, Vec<Reply>) = batch.into_iter().unzip();
+                let raft = &raft;
+                writes.push(async move {
+                    (write(id, raft, commands, write_timeout).await, replies)
+                });
             }
-        });
+        }
+        if closed && next.is_none() && writes.is_empty() {
+            return;
+        }
+        tokio::select! {
+            Some((result, replies)) = writes.next(), if !writes.is_empty() => {
+                answer(&stats, result, replies);
+            }
+            item = rx.recv(), if next.is_none() && !closed => match item {
+                Some(first) => {
+                    let mut batch = vec![first];
+                    drain(&mut batch, &mut rx);
+                    next = Some(batch);
+                }
+                None => closed = true,
+            },
+        }
+    }
+}
+
+/// Answers the commands of one entry.
+fn answer(
+    stats: &BatchStats,
+    result: Result<Vec<(u64, Outcome)>, NodeError>,
+    replies: Vec<Reply>,
+) {
+    match result {
+        Ok(outcomes) => {
+            // Counted once committed: a node that lost leadership
+            // proposed nothing.
+            stats
+                .commands
+                .fetch_add(outcomes.len() as u64, Ordering::Relaxed);
+            stats.entries.fetch_add(1, Ordering::Relaxed);
+            for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                let _ = reply.send(Ok(outcome));
+            }
+        }
+        Err(e) => {
+            for reply in replies {
+                let _ = reply.send(Err(e.clone()));
+            }
+        }
     }
 }
 
