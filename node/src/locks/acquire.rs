@@ -31,7 +31,7 @@ impl Locks {
     /// Acquires a lock for `caller`, waiting in the lock's queue when asked
     /// to.
     pub async fn acquire(&self, caller: &Caller, mut a: Acquire) -> Result<Acquired, NodeError> {
-        let span = tracing::info_span!("lock.acquire", node = self.node.id, term = self.term(), lock = %a.name, session = a.session, identity = caller.name(), token = tracing::field::Empty);
+        let span = tracing::debug_span!("lock.acquire", node = self.node.id, term = self.term(), lock = %a.name, session = a.session, identity = caller.name(), token = tracing::field::Empty);
         async {
             validate::name(&a.name)?;
             session_id(a.session)?;
@@ -60,7 +60,12 @@ impl Locks {
         let node = &self.node;
         self.check_acquire_limits(&a)?;
         let started = tokio::time::Instant::now();
-        let mut registration = self.waits.register(a.session, &a.name, a.request_id);
+        // Only a call that may wait registers (before proposing, so the
+        // grant of a later entry cannot be missed): a try-lock is answered
+        // by its own entry.
+        let registration = a
+            .wait
+            .map(|_| self.waits.register(a.session, &a.name, a.request_id));
         let mut cmd = Command::Acquire {
             session: a.session,
             name: a.name.clone(),
@@ -92,6 +97,10 @@ impl Locks {
             }
             (_, other) => return Err(unexpected(other)),
         }
+        let Some(mut registration) = registration else {
+            // The state machine queues only a call that asked to wait.
+            return Err(unexpected(Reply::Queued { position: 0 }));
+        };
         let deadline = started + a.wait.unwrap_or_default();
         let waited = async {
             loop {
@@ -190,7 +199,7 @@ impl Locks {
 
     /// Releases a lock; returns the waiters granted in its place.
     pub async fn release(&self, caller: &Caller, r: Release) -> Result<Vec<Grant>, NodeError> {
-        let span = tracing::info_span!("lock.release", node = self.node.id, term = self.term(), lock = %r.name, session = r.session, identity = caller.name(), token = r.token);
+        let span = tracing::debug_span!("lock.release", node = self.node.id, term = self.term(), lock = %r.name, session = r.session, identity = caller.name(), token = r.token);
         async {
             validate::name(&r.name)?;
             caller.check(Access::Lock, &r.name)?;

@@ -28,7 +28,7 @@ impl Locks {
     /// Waits until `caller`'s session leads election `name`; returns the
     /// leadership's grant.
     pub async fn campaign(&self, caller: &Caller, c: Campaign) -> Result<Grant, NodeError> {
-        let span = tracing::info_span!("election.campaign", node = self.node.id, term = self.term(), lock = %c.name, session = c.session, identity = caller.name(), token = tracing::field::Empty);
+        let span = tracing::debug_span!("election.campaign", node = self.node.id, term = self.term(), lock = %c.name, session = c.session, identity = caller.name(), token = tracing::field::Empty);
         async {
             validate::name(&c.name)?;
             session_id(c.session)?;
@@ -71,7 +71,7 @@ impl Locks {
 
     /// Replaces the leader's value, if `p.token` still leads.
     pub async fn proclaim(&self, caller: &Caller, p: Proclaim) -> Result<(), NodeError> {
-        let span = tracing::info_span!("election.proclaim", node = self.node.id, term = self.term(), lock = %p.name, session = p.session, identity = caller.name(), token = p.token);
+        let span = tracing::debug_span!("election.proclaim", node = self.node.id, term = self.term(), lock = %p.name, session = p.session, identity = caller.name(), token = p.token);
         async {
             validate::name(&p.name)?;
             session_id(p.session)?;
@@ -93,7 +93,7 @@ impl Locks {
 
     /// Gives up leadership (or a campaign's place).
     pub async fn resign(&self, caller: &Caller, r: Release) -> Result<(), NodeError> {
-        let span = tracing::info_span!("election.resign", node = self.node.id, term = self.term(), lock = %r.name, session = r.session, identity = caller.name(), token = r.token);
+        let span = tracing::debug_span!("election.resign", node = self.node.id, term = self.term(), lock = %r.name, session = r.session, identity = caller.name(), token = r.token);
         async {
             validate::name(&r.name)?;
             caller.check(Access::Lock, &r.name)?;

@@ -135,7 +135,7 @@ impl Locks {
 
     /// Takes tokens for `caller`, waiting for them if asked to.
     pub async fn take(&self, caller: &Caller, t: Take) -> Result<Taken, NodeError> {
-        let span = tracing::info_span!("ratelimit.take", node = self.node.id, term = self.term(), limit = %t.name, identity = caller.name(), n = t.n);
+        let span = tracing::debug_span!("ratelimit.take", node = self.node.id, term = self.term(), limit = %t.name, identity = caller.name(), n = t.n);
         async {
             validate::name(&t.name)?;
             if let Some(s) = &t.spec {
