@@ -86,7 +86,7 @@ impl LockService {
             Ok(_) => tonic::Code::Ok,
             Err(s) => s.code(),
         };
-        metrics::counter!("raftlock_grpc_requests_total", "method" => method, "code" => format!("{code:?}")).increment(1);
+        metrics::counter!("raftlock_grpc_requests_total", "method" => method, "code" => super::metrics::debug_name(code)).increment(1);
         result.unwrap_or_else(|s| Answer::Error(pipeline_error(&s)))
     }
 }
