@@ -13,8 +13,8 @@ use metrics::{counter, gauge};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use openraft::ServerState;
 use raftlock_store::machine::{EndReason, Event};
-use raftlock_store::state_machine::Change;
-use std::sync::{Arc, OnceLock};
+use raftlock_store::state_machine::{Change, SharedState};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -237,74 +237,63 @@ const RAFT_STATES: [(ServerState, &str); 4] = [
     (ServerState::Learner, "learner"),
 ];
 
+/// How often, at most, the Raft gauges are updated.
+const METRICS_EVERY: Duration = Duration::from_millis(50);
+
 /// Keeps the Raft and state-machine gauges current, and counts grants and
 /// session ends as entries are applied. Runs until the Raft stops.
 pub async fn track(node: Arc<Node>, data_dir: std::path::PathBuf) {
     let mut raft = node.raft.metrics();
-    let mut changes = node.state.subscribe();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut leader = None;
-    let mut holds = Holds::default();
-    holds.reload(&node);
+    let holds = Arc::new(Mutex::new(Holds::default()));
+    lock(&holds).reload(&node.state);
+    count_applied(&node.state, holds.clone());
+    // Handles made once: Raft's metrics change several times per entry, and
+    // each `gauge!` with a name looks the series up in the registry.
+    let term = gauge!("raftlock_raft_term");
+    let is_leader = gauge!("raftlock_raft_is_leader");
+    let states = RAFT_STATES.map(|(s, name)| (s, gauge!("raftlock_raft_state", "state" => name)));
+    let last_log = gauge!("raftlock_raft_last_log_index");
+    let applied = gauge!("raftlock_raft_applied_index");
+    let leader_changes = counter!("raftlock_raft_leader_changes_total");
     loop {
         tokio::select! {
             r = raft.changed() => {
                 if r.is_err() {
                     return;
                 }
-                // Raft's metrics change several times per entry: read them
-                // in place and set gauges under static labels, with no
-                // clone or formatting on this path.
-                let m = raft.borrow_and_update();
-                gauge!("raftlock_raft_term").set(m.current_term as f64);
-                gauge!("raftlock_raft_is_leader").set(f64::from(u8::from(m.state == ServerState::Leader)));
-                for (s, name) in RAFT_STATES {
-                    gauge!("raftlock_raft_state", "state" => name).set(f64::from(u8::from(m.state == s)));
-                }
-                gauge!("raftlock_raft_last_log_index").set(m.last_log_index.unwrap_or(0) as f64);
-                gauge!("raftlock_raft_applied_index").set(m.last_applied.map(|l| l.index).unwrap_or(0) as f64);
-                if m.current_leader != leader {
-                    if m.current_leader.is_some() {
-                        counter!("raftlock_raft_leader_changes_total").increment(1);
+                {
+                    // Read in place: no clone of openraft's metrics on this path.
+                    let m = raft.borrow_and_update();
+                    term.set(m.current_term as f64);
+                    is_leader.set(f64::from(u8::from(m.state == ServerState::Leader)));
+                    for (s, gauge) in &states {
+                        gauge.set(f64::from(u8::from(m.state == *s)));
                     }
-                    leader = m.current_leader;
-                }
-            }
-            c = changes.recv() => match c {
-                Ok(batch) => for c in batch.iter() {
-                    if let Change::Applied { outcome, .. } = c {
-                        for e in &outcome.events {
-                            match e {
-                                Event::Granted(g) => {
-                                    counter!("raftlock_grants_total").increment(1);
-                                    holds.granted(g.token, g.granted_at_ms);
-                                }
-                                Event::Released { token, .. } => holds.released(*token),
-                                Event::SessionEnded { reason, .. } => {
-                                    let reason = match reason {
-                                        EndReason::Closed => "closed",
-                                        EndReason::Expired => "expired",
-                                    };
-                                    counter!("raftlock_sessions_ended_total", "reason" => reason).increment(1);
-                                }
-                                _ => {}
-                            }
+                    last_log.set(m.last_log_index.unwrap_or(0) as f64);
+                    applied.set(m.last_applied.map(|l| l.index).unwrap_or(0) as f64);
+                    if m.current_leader != leader {
+                        if m.current_leader.is_some() {
+                            leader_changes.increment(1);
                         }
+                        leader = m.current_leader;
                     }
-                    if let Change::Restored = c {
-                        holds.reload(&node);
-                    }
-                },
-                // Events were missed: the grants held now are in the state.
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => holds.reload(&node),
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            },
+                }
+                // Raft's metrics change several times per entry, and a
+                // scrape reads them every few seconds: look again in a
+                // while, at whatever they are then. An election takes at
+                // least an election timeout, longer than this, so no
+                // change of leader is missed.
+                tokio::time::sleep(METRICS_EVERY).await;
+            }
             _ = tick.tick() => {
                 let (sessions, locks, waiters) = node.state.read().machine.counts();
                 gauge!("raftlock_sessions").set(sessions as f64);
                 gauge!("raftlock_locks").set(locks as f64);
                 gauge!("raftlock_waiters").set(waiters as f64);
-                gauge!("raftlock_lock_oldest_hold_seconds").set(holds.oldest_age_seconds());
+                let oldest = lock(&holds).oldest_age_seconds();
+                gauge!("raftlock_lock_oldest_hold_seconds").set(oldest);
                 if let Ok(fs) = nix::sys::statvfs::statvfs(&data_dir) {
                     let block = fs.fragment_size() as f64;
                     gauge!("raftlock_data_dir_free_bytes").set(fs.blocks_available() as f64 * block);
@@ -313,6 +302,48 @@ pub async fn track(node: Arc<Node>, data_dir: std::path::PathBuf) {
             }
         }
     }
+}
+
+/// Counts grants and session ends, and keeps `holds` current, as entries
+/// are applied: an observer of the applied state, so no task wakes for it.
+fn count_applied(state: &Arc<SharedState>, holds: Arc<Mutex<Holds>>) {
+    let grants = counter!("raftlock_grants_total");
+    let closed = counter!("raftlock_sessions_ended_total", "reason" => "closed");
+    let expired = counter!("raftlock_sessions_ended_total", "reason" => "expired");
+    // Weak: the state owns its observers.
+    let weak = Arc::downgrade(state);
+    state.observe(move |batch| {
+        let mut holds = lock(&holds);
+        for c in batch {
+            match c {
+                Change::Applied { outcome, .. } => {
+                    for e in &outcome.events {
+                        match e {
+                            Event::Granted(g) => {
+                                grants.increment(1);
+                                holds.granted(g.token, g.granted_at_ms);
+                            }
+                            Event::Released { token, .. } => holds.released(*token),
+                            Event::SessionEnded { reason, .. } => match reason {
+                                EndReason::Closed => closed.increment(1),
+                                EndReason::Expired => expired.increment(1),
+                            },
+                            _ => {}
+                        }
+                    }
+                }
+                Change::Restored => {
+                    if let Some(state) = weak.upgrade() {
+                        holds.reload(&state);
+                    }
+                }
+            }
+        }
+    });
+}
+
+fn lock(holds: &Mutex<Holds>) -> std::sync::MutexGuard<'_, Holds> {
+    holds.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The grants held now, by token, with when each was granted: for the
@@ -346,11 +377,12 @@ impl Holds {
 
     /// Starts over from the applied state (at start, after a snapshot is
     /// installed, or when events were missed).
-    fn reload(&mut self, node: &Node) {
+    fn reload(&mut self, state: &SharedState) {
         *self = Holds::default();
-        let state = node.state.read();
-        for lock in state.machine.list("", "", usize::MAX) {
-            for g in lock.holders {
+        let state = state.read();
+        // In place: listing would copy every grant, metadata and all.
+        for (_, lock) in state.machine.locks() {
+            for g in &lock.holders {
                 self.granted(g.token, g.granted_at_ms);
             }
         }

@@ -170,7 +170,10 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         log_stats,
     });
     let waits = Arc::new(Waits::default());
-    tokio::spawn(waits.clone().dispatch(shared.clone()));
+    {
+        let waits = waits.clone();
+        shared.observe(move |batch| waits.on_changes(batch));
+    }
     let leases = LeaseDriver::new(node.clone());
     tokio::spawn(leases.clone().run());
     let watches = crate::locks::watch::WatchHub::start(shared.clone(), config.watch_history);

@@ -62,6 +62,20 @@ pub enum Change {
 pub struct SharedState {
     state: RwLock<AppliedState>,
     changes: broadcast::Sender<Arc<[Change]>>,
+    observers: Observers,
+}
+
+/// A bookkeeper that sees every applied batch (see [`SharedState::observe`]).
+type Observer = Box<dyn Fn(&[Change]) + Send + Sync>;
+
+#[derive(Default)]
+struct Observers(RwLock<Vec<Observer>>);
+
+impl std::fmt::Debug for Observers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.read().map_or(0, |o| o.len());
+        write!(f, "{n} observers")
+    }
 }
 
 impl SharedState {
@@ -78,12 +92,37 @@ impl SharedState {
         self.changes.subscribe()
     }
 
+    /// Calls `observer` with every batch of changes applied from now on,
+    /// in order, on the task that applies them, after the state is
+    /// updated and before the entries' replies go out. For bookkeeping
+    /// that must see every change and costs little: it must not block or
+    /// take a lock that is held while waiting for the state. A subscriber
+    /// task per such bookkeeper woke on every applied batch, on every node.
+    pub fn observe(&self, observer: impl Fn(&[Change]) + Send + Sync + 'static) {
+        self.observers
+            .0
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Box::new(observer));
+    }
+
     fn publish(&self, changes: Vec<Change>) {
         if changes.is_empty() {
             return;
         }
-        // No receivers is normal (nobody waiting): not an error.
-        let _ = self.changes.send(changes.into());
+        for observe in self
+            .observers
+            .0
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            observe(&changes);
+        }
+        if self.changes.receiver_count() > 0 {
+            // A receiver may go away meanwhile: not an error.
+            let _ = self.changes.send(changes.into());
+        }
     }
 }
 
@@ -138,6 +177,7 @@ impl StateMachineStore {
             shared: Arc::new(SharedState {
                 state: RwLock::new(state),
                 changes,
+                observers: Observers::default(),
             }),
             snapshot_file,
             snapshot_seq: Arc::new(AtomicU64::new(0)),

@@ -1,13 +1,14 @@
 //! Acquisitions waiting in a lock's queue, woken by the entry that grants
 //! or cancels them. Each waiting call registers before it proposes, so the
-//! grant cannot slip past unseen; one dispatcher routes applied events to
-//! the registered calls instead of waking every waiter on every event.
+//! grant cannot slip past unseen; the applying task routes applied events
+//! to the registered calls (`on_changes`) instead of waking every waiter
+//! on every event.
 
 use raftlock_store::machine::{Event, Grant, RequestId, SessionId, WaitEnd};
-use raftlock_store::state_machine::{Change, SharedState};
+use raftlock_store::state_machine::Change;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::oneshot;
 
 /// What ended a wait.
 #[derive(Debug)]
@@ -16,8 +17,8 @@ pub enum WaitResult {
     Granted(Grant),
     /// Ended without a grant.
     Ended(WaitEnd),
-    /// Events may have been missed (the state was replaced, or the
-    /// dispatcher fell behind): read the state again.
+    /// The state was replaced by a snapshot, so the events that would
+    /// have ended the wait may never come: read the state again.
     Recheck,
 }
 
@@ -103,38 +104,33 @@ impl Waits {
         }
     }
 
-    /// Routes applied changes to registered waits until the state closes.
-    pub async fn dispatch(self: Arc<Self>, state: Arc<SharedState>) {
-        let mut changes = state.subscribe();
-        loop {
-            match changes.recv().await {
-                Ok(batch) => batch.iter().for_each(|change| match change {
-                    Change::Applied { outcome, .. } => {
-                        for e in &outcome.events {
-                            match e {
-                                Event::Granted(g) => {
-                                    let key = (g.session, g.name.clone());
-                                    self.resolve(&key, g.request_id, || {
-                                        WaitResult::Granted(g.clone())
-                                    });
-                                }
-                                Event::WaitEnded {
-                                    name,
-                                    session,
-                                    request_id,
-                                    reason,
-                                } => {
-                                    let key = (*session, name.clone());
-                                    self.resolve(&key, *request_id, || WaitResult::Ended(*reason));
-                                }
-                                _ => {}
+    /// Routes each applied change to the waits it ends. Runs as an
+    /// observer of the applied state (`SharedState::observe`), so it sees
+    /// every change, in order, before the entry's replies go out.
+    pub fn on_changes(&self, batch: &[Change]) {
+        for change in batch {
+            match change {
+                Change::Applied { outcome, .. } => {
+                    for e in &outcome.events {
+                        match e {
+                            Event::Granted(g) => {
+                                let key = (g.session, g.name.clone());
+                                self.resolve(&key, g.request_id, || WaitResult::Granted(g.clone()));
                             }
+                            Event::WaitEnded {
+                                name,
+                                session,
+                                request_id,
+                                reason,
+                            } => {
+                                let key = (*session, name.clone());
+                                self.resolve(&key, *request_id, || WaitResult::Ended(*reason));
+                            }
+                            _ => {}
                         }
                     }
-                    Change::Restored => self.recheck_all(),
-                }),
-                Err(broadcast::error::RecvError::Lagged(_)) => self.recheck_all(),
-                Err(broadcast::error::RecvError::Closed) => return,
+                }
+                Change::Restored => self.recheck_all(),
             }
         }
     }

@@ -134,7 +134,6 @@ impl WatchHub {
     /// A hub that remembers the lock events of `capacity` commands, fed by
     /// `state` from its current applied index on.
     pub fn start(state: Arc<SharedState>, capacity: usize) -> Arc<WatchHub> {
-        let mut changes = state.subscribe();
         let applied = state.read().last_applied.map_or(0, |l| l.index << 16);
         let (live, _) = broadcast::channel(1024);
         let hub = Arc::new(WatchHub {
@@ -147,15 +146,18 @@ impl WatchHub {
             live,
         });
         let feeding = hub.clone();
-        tokio::spawn(async move {
-            loop {
-                match changes.recv().await {
-                    Ok(batch) => batch.iter().for_each(|c| feeding.record(c, &state)),
-                    Err(RecvError::Lagged(_)) => feeding.reset(&state),
-                    Err(RecvError::Closed) => return,
-                }
+        // Weak: the state owns its observers.
+        let weak = Arc::downgrade(&state);
+        state.observe(move |batch| {
+            if let Some(state) = weak.upgrade() {
+                batch.iter().for_each(|c| feeding.record(c, &state));
             }
         });
+        // What was applied before the observer was in place is not in the
+        // history: a watch must not be resumed across it.
+        if state.read().last_applied.map_or(0, |l| l.index << 16) > applied {
+            hub.reset(&state);
+        }
         hub
     }
 
