@@ -11,6 +11,7 @@
 //! its fencing token or session id.
 
 use crate::error::NodeError;
+use futures::stream::{FuturesUnordered, StreamExt};
 use openraft::error::{ClientWriteError, RaftError};
 use raftlock_store::machine::{Command, Outcome};
 use raftlock_store::{Proposal, Raft};
@@ -18,7 +19,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
-use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 
 /// Entries proposed at once by default (`--proposals-in-flight`): while one
@@ -141,9 +141,8 @@ async fn run(
                 metrics::histogram!("raftlock_proposal_batch_commands").record(batch.len() as f64);
                 let (commands, replies): (Vec<Command>, Vec<Reply>) = batch.into_iter().unzip();
                 let raft = &raft;
-                writes.push(async move {
-                    (write(id, raft, commands, write_timeout).await, replies)
-                });
+                writes
+                    .push(async move { (write(id, raft, commands, write_timeout).await, replies) });
             }
         }
         if closed && next.is_none() && writes.is_empty() {
@@ -166,11 +165,7 @@ async fn run(
 }
 
 /// Answers the commands of one entry.
-fn answer(
-    stats: &BatchStats,
-    result: Result<Vec<(u64, Outcome)>, NodeError>,
-    replies: Vec<Reply>,
-) {
+fn answer(stats: &BatchStats, result: Result<Vec<(u64, Outcome)>, NodeError>, replies: Vec<Reply>) {
     match result {
         Ok(outcomes) => {
             // Counted once committed: a node that lost leadership
