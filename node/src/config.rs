@@ -631,60 +631,78 @@ mod tests {
         assert!(id_from_hostname("raftlock").is_err());
     }
 
+    #[allow(clippy::result_large_err)]
     #[test]
     fn max_batch_commands_is_bounded_by_what_a_token_can_number() {
-        let with = |n| NodeArgs {
-            id: Some(1),
-            data_dir: Some("/d".into()),
-            max_batch_commands: Some(n),
-            ..Default::default()
-        };
-        assert_eq!(with(1).resolve().unwrap().max_batch_commands, 1);
-        assert_eq!(with(65_536).resolve().unwrap().max_batch_commands, 65_536);
-        assert!(with(0).resolve().is_err());
-        assert!(with(65_537).resolve().is_err());
-        let default = NodeArgs {
-            id: Some(1),
-            data_dir: Some("/d".into()),
-            ..Default::default()
-        };
-        assert_eq!(default.resolve().unwrap().max_batch_commands, 1024);
+        // In a jail: other tests set RAFTLOCK_* variables in theirs, and
+        // the environment is the process's.
+        figment::Jail::expect_with(|_| {
+            let with = |n| NodeArgs {
+                id: Some(1),
+                data_dir: Some("/d".into()),
+                max_batch_commands: Some(n),
+                ..Default::default()
+            };
+            assert_eq!(with(1).resolve().unwrap().max_batch_commands, 1);
+            assert_eq!(with(65_536).resolve().unwrap().max_batch_commands, 65_536);
+            assert!(with(0).resolve().is_err());
+            assert!(with(65_537).resolve().is_err());
+            let default = NodeArgs {
+                id: Some(1),
+                data_dir: Some("/d".into()),
+                ..Default::default()
+            };
+            assert_eq!(default.resolve().unwrap().max_batch_commands, 1024);
+            Ok(())
+        });
     }
 
+    #[allow(clippy::result_large_err)]
     #[test]
     fn proposals_in_flight_is_bounded() {
-        let with = |n| NodeArgs {
-            id: Some(1),
-            data_dir: Some("/d".into()),
-            proposals_in_flight: n,
-            ..Default::default()
-        };
-        assert_eq!(with(None).resolve().unwrap().proposals_in_flight, 2);
-        assert_eq!(with(Some(64)).resolve().unwrap().proposals_in_flight, 64);
-        assert!(with(Some(0)).resolve().is_err());
-        assert!(with(Some(65)).resolve().is_err());
+        // In a jail: other tests set RAFTLOCK_* variables in theirs, and
+        // the environment is the process's.
+        figment::Jail::expect_with(|_| {
+            let with = |n| NodeArgs {
+                id: Some(1),
+                data_dir: Some("/d".into()),
+                proposals_in_flight: n,
+                ..Default::default()
+            };
+            assert_eq!(with(None).resolve().unwrap().proposals_in_flight, 2);
+            assert_eq!(with(Some(64)).resolve().unwrap().proposals_in_flight, 64);
+            assert!(with(Some(0)).resolve().is_err());
+            assert!(with(Some(65)).resolve().is_err());
+            Ok(())
+        });
     }
 
+    #[allow(clippy::result_large_err)]
     #[test]
     fn flags_win_over_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.toml");
-        std::fs::write(&path, "id = 3\ndata_dir = \"/d\"\nheartbeat_ms = 50\n").unwrap();
-        let args = NodeArgs {
-            config: Some(path),
-            heartbeat_ms: Some(60),
-            ..Default::default()
-        };
-        let c = args.resolve().unwrap();
-        assert_eq!((c.id, c.heartbeat.as_millis()), (3, 60));
-        let bad = NodeArgs {
-            id: Some(1),
-            data_dir: Some("/d".into()),
-            heartbeat_ms: Some(300),
-            election_timeout_ms: Some(500),
-            ..Default::default()
-        };
-        assert!(bad.resolve().is_err());
+        // In a jail: other tests set RAFTLOCK_* variables in theirs, and
+        // the environment is the process's.
+        figment::Jail::expect_with(|_| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("c.toml");
+            std::fs::write(&path, "id = 3\ndata_dir = \"/d\"\nheartbeat_ms = 50\n").unwrap();
+            let args = NodeArgs {
+                config: Some(path),
+                heartbeat_ms: Some(60),
+                ..Default::default()
+            };
+            let c = args.resolve().unwrap();
+            assert_eq!((c.id, c.heartbeat.as_millis()), (3, 60));
+            let bad = NodeArgs {
+                id: Some(1),
+                data_dir: Some("/d".into()),
+                heartbeat_ms: Some(300),
+                election_timeout_ms: Some(500),
+                ..Default::default()
+            };
+            assert!(bad.resolve().is_err());
+            Ok(())
+        });
     }
 
     // figment's Jail fixes the closure's error type.
@@ -758,12 +776,18 @@ mod tests {
         });
     }
 
+    #[allow(clippy::result_large_err)]
     #[test]
     fn a_config_file_named_but_missing_is_an_error() {
-        let args = NodeArgs {
-            config: Some("/nonexistent/raftlock.toml".into()),
-            ..Default::default()
-        };
-        assert!(matches!(args.resolve(), Err(ConfigError::File { .. })));
+        // In a jail: other tests set RAFTLOCK_* variables in theirs, and
+        // the environment is the process's.
+        figment::Jail::expect_with(|_| {
+            let args = NodeArgs {
+                config: Some("/nonexistent/raftlock.toml".into()),
+                ..Default::default()
+            };
+            assert!(matches!(args.resolve(), Err(ConfigError::File { .. })));
+            Ok(())
+        });
     }
 }
