@@ -109,6 +109,14 @@ pub struct NodeArgs {
     #[arg(long, value_enum)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub leader_flush: Option<LeaderFlush>,
+    /// Where a follower syncs the entries its leader sends [default:
+    /// inline]: `inline` writes and syncs them on the task that appends
+    /// them, which has nothing else to do meanwhile; `thread` hands them
+    /// to the log's writer thread, costing two thread wake-ups per entry,
+    /// for comparisons.
+    #[arg(long, value_enum)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub follower_flush: Option<FollowerFlush>,
     /// Fault injection, never for production: keep the log's writes in
     /// memory until they are synced, so that killing the node loses what a
     /// power loss would (for power-loss drills and tests).
@@ -151,6 +159,16 @@ pub enum LeaderFlush {
     Parallel,
     /// Write, then replicate: two fsyncs in series per commit.
     Serial,
+}
+
+/// Where a follower syncs the entries its leader sends (`--follower-flush`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum FollowerFlush {
+    /// On the task that appends them, when the log's writer is idle.
+    Inline,
+    /// On the log's writer thread.
+    Thread,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -199,6 +217,8 @@ pub struct Settings {
     pub proposals_in_flight: usize,
     /// How a leader's fsync and its followers' are ordered.
     pub leader_flush: LeaderFlush,
+    /// Where a follower syncs the entries its leader sends.
+    pub follower_flush: FollowerFlush,
     /// Fault injection: log writes stay in memory until synced.
     pub fault_lose_unsynced: bool,
     /// `text` or `json`.
@@ -236,6 +256,7 @@ impl Default for Settings {
             max_batch_commands: crate::batch::MAX_BATCH,
             proposals_in_flight: crate::batch::IN_FLIGHT,
             leader_flush: LeaderFlush::Parallel,
+            follower_flush: FollowerFlush::Inline,
             fault_lose_unsynced: false,
             log_format: "text".into(),
             log_level: None,
@@ -365,6 +386,8 @@ pub struct NodeConfig {
     pub proposals_in_flight: usize,
     /// Whether the leader replicates while it writes.
     pub leader_flush: LeaderFlush,
+    /// Where a follower syncs its leader's entries.
+    pub follower_flush: FollowerFlush,
     /// Log writes stay in memory until synced (fault injection).
     pub fault_lose_unsynced: bool,
     /// Entries between snapshots.
@@ -557,6 +580,7 @@ impl Settings {
             max_batch_commands,
             proposals_in_flight,
             leader_flush: self.leader_flush,
+            follower_flush: self.follower_flush,
             fault_lose_unsynced: self.fault_lose_unsynced,
             snapshot_every: self.snapshot_every,
             watch_history: self.watch_history,

@@ -118,6 +118,9 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     if config.leader_flush == crate::config::LeaderFlush::Parallel {
         log.flush_leader_appends_in_parallel(config.id);
     }
+    if config.follower_flush == crate::config::FollowerFlush::Inline {
+        log.flush_follower_appends_inline(config.id);
+    }
     let network = PeerNetwork::new(&config.listen_peer, config.tls.peer_client())
         .commit_at_most(log.flushed())
         .defer_commit_heartbeats(log.appended());

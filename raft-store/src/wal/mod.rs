@@ -82,6 +82,14 @@ struct Inner {
     /// This node's id once it answers its own appends as leader before
     /// they are durable (see [`Wal::flush_leader_appends_in_parallel`]).
     early_for: std::sync::OnceLock<NodeId>,
+    /// The writer's state, shared by its thread and, for writes done on
+    /// the caller's thread, by `send`.
+    process: Arc<std::sync::Mutex<dyn Process>>,
+    /// Jobs handed to the writer thread and not yet done.
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+    /// This node's id once it writes the appends of other leaders on the
+    /// calling thread (see [`Wal::flush_follower_appends_inline`]).
+    inline_for: std::sync::OnceLock<NodeId>,
 }
 
 impl Wal {
@@ -114,9 +122,19 @@ impl Wal {
         let (flushed, _) = tokio::sync::watch::channel(image.last_log_id());
         let (appended, _) = tokio::sync::watch::channel(image.last_log_id());
         let writer_flushed = flushed.clone();
+        let process: Arc<std::sync::Mutex<dyn Process>> = Arc::new(std::sync::Mutex::new(Writer {
+            core,
+            stats: writer_stats,
+            flushed: writer_flushed,
+            failed: None,
+            written_last: None,
+            purge_pending: false,
+        }));
+        let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (thread_process, thread_queued) = (process.clone(), queued.clone());
         std::thread::Builder::new()
             .name("raftlock-wal".into())
-            .spawn(move || writer(core, rx, writer_stats, writer_flushed))
+            .spawn(move || writer(thread_process, thread_queued, rx))
             .map_err(|e| StorageIOError::write_logs(&e))?;
         Ok((
             Wal {
@@ -128,6 +146,9 @@ impl Wal {
                     appended,
                     committed: std::sync::Mutex::new(None),
                     early_for: std::sync::OnceLock::new(),
+                    process,
+                    queued,
+                    inline_for: std::sync::OnceLock::new(),
                 }),
             },
             report,
@@ -167,6 +188,21 @@ impl Wal {
         let _ = self.inner.early_for.set(id);
     }
 
+    /// Lets node `id` write and sync the entries another leader sends it on
+    /// the thread that appends them (openraft's core task), instead of
+    /// handing them to the writer thread and waiting for it.
+    ///
+    /// A follower has nothing to do while its append is synced but wait:
+    /// openraft 0.9 sends it the next append only after this one is
+    /// answered. The hand-off to the writer thread and back cost it two
+    /// thread wake-ups and about a tenth of its CPU per entry
+    /// (`docs/performance.md`). The writer thread still takes everything
+    /// else, and any append that finds it busy, so the log keeps its order.
+    /// This node's own entries, while it leads, never block its core.
+    pub fn flush_follower_appends_inline(&self, id: NodeId) {
+        let _ = self.inner.inline_for.set(id);
+    }
+
     /// Appends `entries` and calls `done` once they are durable, or at once
     /// for a leader's own entries (see
     /// [`Wal::flush_leader_appends_in_parallel`]).
@@ -180,14 +216,15 @@ impl Wal {
             records.push(Encoded::entry(entry)?);
         }
         let last = entries.iter().map(|e| e.log_id).max_by_key(|l| l.index);
-        let early = {
+        let (early, here) = {
             let mut image = self.image_mut();
             let early = self.own_leader_entries(image.vote.as_ref(), &entries);
+            let here = self.another_leaders_entries(image.vote.as_ref());
             for e in entries {
                 image.apply_effect(&Effect::Entry(e.log_id.index), Some(e));
             }
             self.inner.appended.send_replace(image.last_log_id());
-            early
+            (early, here)
         };
         let count = records.len() as u64;
         let done = if early {
@@ -197,12 +234,23 @@ impl Wal {
         } else {
             Done::Call(done)
         };
-        self.send(Job {
-            records,
-            entries: count,
-            done,
-            last: last.map(Some),
-        })
+        self.dispatch(
+            Job {
+                records,
+                entries: count,
+                done,
+                last: last.map(Some),
+            },
+            here,
+        )
+    }
+
+    /// Whether this node writes inline and `vote` names another leader.
+    fn another_leaders_entries(&self, vote: Option<&Vote<NodeId>>) -> bool {
+        let (Some(me), Some(vote)) = (self.inner.inline_for.get(), vote) else {
+            return false;
+        };
+        vote.leader_id().voted_for() != Some(*me)
     }
 
     /// Whether `entries` are this node's own, appended while it leads.
@@ -230,7 +278,13 @@ impl Wal {
         self.inner.image.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn send(&self, mut job: Job) -> io::Result<()> {
+    fn send(&self, job: Job) -> io::Result<()> {
+        self.dispatch(job, false)
+    }
+
+    /// Hands `job` to the writer thread, or with `here` writes it on this
+    /// thread when the writer thread has nothing queued.
+    fn dispatch(&self, mut job: Job, here: bool) -> io::Result<()> {
         if !matches!(job.done, Done::Nobody) {
             let committed = self
                 .inner
@@ -240,10 +294,21 @@ impl Wal {
                 .take();
             job.records.extend(committed);
         }
-        self.inner
-            .writer
-            .send(job)
-            .map_err(|_| io::Error::other("the log writer stopped"))
+        if here {
+            if let Ok(mut process) = self.inner.process.try_lock() {
+                // Nothing queued before this job, and nothing can be
+                // written while the lock is held: the log keeps its order.
+                if self.inner.queued.load(Ordering::SeqCst) == 0 {
+                    process.process(vec![job]);
+                    return Ok(());
+                }
+            }
+        }
+        self.inner.queued.fetch_add(1, Ordering::SeqCst);
+        self.inner.writer.send(job).map_err(|_| {
+            self.inner.queued.fetch_sub(1, Ordering::SeqCst);
+            io::Error::other("the log writer stopped")
+        })
     }
 
     /// Queues `records` and waits until they are durable; `last` is the
@@ -294,60 +359,85 @@ impl Wal {
     }
 }
 
-/// The writer thread: every job queued at the moment goes out in one write
-/// and one fdatasync; then their waiters are told, in order.
-fn writer<D: WalDir>(
-    mut core: Core<D>,
-    rx: mpsc::Receiver<Job>,
+/// Writes jobs: on the writer thread, or on the caller's thread when the
+/// writer thread is idle.
+trait Process: Send {
+    /// Writes `batch` in one write, syncs it if anybody waits for one of
+    /// its jobs, then tells their waiters in order.
+    fn process(&mut self, batch: Vec<Job>);
+}
+
+struct Writer<D: WalDir> {
+    core: Core<D>,
     stats: Arc<FlushStats>,
     flushed: tokio::sync::watch::Sender<Option<LogId>>,
+    /// After a failed write the file's tail is unknown: everything after
+    /// is refused rather than written after a hole.
+    failed: Option<(io::ErrorKind, String)>,
+    /// The log's last entry as of the records written so far, published
+    /// to `flushed` at each sync.
+    written_last: Option<Option<LogId>>,
+    /// A purge record written but not yet synced: its segments may be
+    /// deleted only after the next sync.
+    purge_pending: bool,
+}
+
+/// The writer thread: every job queued at the moment goes out in one write
+/// and one fdatasync; then their waiters are told, in order.
+fn writer(
+    process: Arc<std::sync::Mutex<dyn Process>>,
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+    rx: mpsc::Receiver<Job>,
 ) {
-    let mut failed: Option<(io::ErrorKind, String)> = None;
-    // The log's last entry as of the records written so far, published
-    // to `flushed` at each sync.
-    let mut written_last: Option<Option<LogId>> = None;
-    // A purge record written but not yet synced: its segments may be
-    // deleted only after the next sync.
-    let mut purge_pending = false;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         batch.extend(rx.try_iter());
+        let count = batch.len();
+        let mut process = process.lock().unwrap_or_else(|p| p.into_inner());
+        process.process(batch);
+        // Under the lock: a caller that finds nothing queued while it holds
+        // it may write in its place.
+        queued.fetch_sub(count, Ordering::SeqCst);
+    }
+}
+
+impl<D: WalDir> Process for Writer<D> {
+    fn process(&mut self, mut batch: Vec<Job>) {
         // The committed index and purge points are written as they come but
         // synced only with the next record somebody waits for: an fdatasync
         // of their own would double the syncs of a lightly loaded node.
         let needs_sync = batch.iter().any(|j| !matches!(j.done, Done::Nobody));
         let started = std::time::Instant::now();
-        let result = match &failed {
-            // After a failed write the file's tail is unknown: refuse
-            // everything rather than write after a hole.
+        let result = match &self.failed {
             Some((kind, msg)) => Err(io::Error::new(*kind, msg.clone())),
             None => {
                 let records: Vec<Encoded> =
                     batch.iter_mut().flat_map(|j| j.records.drain(..)).collect();
-                purge_pending |= records.iter().any(|r| matches!(r.effect, Effect::Purge(_)));
-                let mut r = core.write(&records);
+                self.purge_pending |= records.iter().any(|r| matches!(r.effect, Effect::Purge(_)));
+                let mut r = self.core.write(&records);
                 if let Some(last) = batch.iter().rev().find_map(|j| j.last) {
-                    written_last = Some(last);
+                    self.written_last = Some(last);
                 }
                 if r.is_ok() && needs_sync {
-                    r = core.sync();
+                    r = self.core.sync();
                     if r.is_ok() {
-                        if let Some(last) = written_last.take() {
-                            flushed.send_replace(last);
+                        if let Some(last) = self.written_last.take() {
+                            self.flushed.send_replace(last);
                         }
                     }
-                    if r.is_ok() && purge_pending {
-                        purge_pending = false;
-                        r = core.drop_purged().map(|_| ());
+                    if r.is_ok() && self.purge_pending {
+                        self.purge_pending = false;
+                        r = self.core.drop_purged().map(|_| ());
                     }
                 }
                 if let Err(e) = &r {
                     tracing::error!(error = %e, "the write-ahead log failed to write; the node stops accepting entries");
-                    failed = Some((e.kind(), e.to_string()));
+                    self.failed = Some((e.kind(), e.to_string()));
                 }
                 r
             }
         };
+        let stats = &self.stats;
         if needs_sync {
             metrics::histogram!("raftlock_fsync_seconds").record(started.elapsed().as_secs_f64());
             stats.fsyncs.fetch_add(1, Ordering::Relaxed);

@@ -458,3 +458,92 @@ async fn the_durable_point_goes_back_with_a_truncation() {
         .unwrap();
     assert_eq!(wal.flushed().borrow().map(|l| l.index), Some(2));
 }
+
+/// A follower's appends are written and synced on the appending thread
+/// when the writer thread is idle, reported only once durable, and
+/// survive a power loss; a leader's own appends, and any append that finds
+/// the writer busy, go to the writer thread, behind what it already holds.
+#[tokio::test]
+async fn a_followers_appends_are_synced_in_place_when_the_writer_is_idle() {
+    use openraft::storage::RaftLogStorage;
+    let disk = SimDir::new();
+    let (mut wal, _) = super::Wal::open_in(disk.clone(), SEGMENT).unwrap();
+    wal.flush_follower_appends_inline(1);
+    let e = |term: u64, leader: u64, index: u64| Entry {
+        log_id: LogId::new(CommittedLeaderId::new(term, leader), index),
+        payload: EntryPayload::Blank,
+    };
+    // Which thread reported each append, and the durable point then.
+    type Seen = std::sync::Arc<std::sync::Mutex<Vec<(bool, Option<u64>)>>>;
+    let seen: Seen = Default::default();
+    let appender = wal.clone();
+    let append_noting_thread = |entries: Vec<Entry>| {
+        let (flushed, seen) = (appender.flushed(), seen.clone());
+        appender
+            .append_then(
+                entries,
+                Box::new(move |r| {
+                    r.unwrap();
+                    let on_writer = std::thread::current().name() == Some("raftlock-wal");
+                    seen.lock()
+                        .unwrap()
+                        .push((on_writer, flushed.borrow().map(|l| l.index)));
+                }),
+            )
+            .unwrap();
+    };
+
+    // Follower of node 2: written here, durable when reported.
+    wal.save_vote(&Vote::new_committed(1, 2)).await.unwrap();
+    append_noting_thread(vec![e(1, 2, 1), e(1, 2, 2)]);
+    assert_eq!(*seen.lock().unwrap(), vec![(false, Some(2))]);
+
+    // The writer busy (its lock held): the append queues behind it.
+    let busy = wal.inner.process.lock().unwrap();
+    append_noting_thread(vec![e(1, 2, 3)]);
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "not written past a busy writer"
+    );
+    drop(busy);
+    flushed_reaches(&wal, 3).await;
+    // The writer thread has taken it; the next append is written here again.
+    for _ in 0..500 {
+        if wal.inner.queued.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    append_noting_thread(vec![e(1, 2, 4)]);
+
+    // Node 1 leads term 2: its own entries go to the writer thread.
+    wal.save_vote(&Vote::new_committed(2, 1)).await.unwrap();
+    append_noting_thread(vec![e(2, 1, 5)]);
+    flushed_reaches(&wal, 5).await;
+    for _ in 0..500 {
+        if seen.lock().unwrap().len() == 4 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![
+            (false, Some(2)),
+            (true, Some(3)),
+            (false, Some(4)),
+            (true, Some(5))
+        ]
+    );
+
+    // Everything reported survives a power loss, in order.
+    drop((wal, appender));
+    disk.crash(None);
+    let (reopened, _) = super::Wal::open_in(disk, SEGMENT).unwrap();
+    let image = reopened.snapshot_image();
+    assert_eq!(
+        image.entries.keys().copied().collect::<Vec<_>>(),
+        vec![1, 2, 3, 4, 5]
+    );
+}
