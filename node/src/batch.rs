@@ -117,6 +117,9 @@ async fn run(
     // The entries in flight are polled here, in this task: a task spawned
     // per entry cost a spawn, a schedule and a wake-up of its own for every
     // commit.
+    // Looked up once, not per entry: `histogram!` hashes its key each call.
+    let batch_commands = metrics::histogram!("raftlock_proposal_batch_commands");
+    let proposal_seconds = metrics::histogram!("raftlock_proposal_seconds");
     let mut writes = FuturesUnordered::new();
     // The next entry, waiting for room in flight.
     let mut next: Option<Vec<(Command, Reply)>> = None;
@@ -138,11 +141,13 @@ async fn run(
             };
             if writes.len() + wanted <= in_flight {
                 let batch = next.take().unwrap_or_default();
-                metrics::histogram!("raftlock_proposal_batch_commands").record(batch.len() as f64);
+                batch_commands.record(batch.len() as f64);
                 let (commands, replies): (Vec<Command>, Vec<Reply>) = batch.into_iter().unzip();
-                let raft = &raft;
-                writes
-                    .push(async move { (write(id, raft, commands, write_timeout).await, replies) });
+                let (raft, proposal_seconds) = (&raft, &proposal_seconds);
+                writes.push(async move {
+                    let result = write(id, raft, commands, write_timeout, proposal_seconds).await;
+                    (result, replies)
+                });
             }
         }
         if closed && next.is_none() && writes.is_empty() {
@@ -191,12 +196,13 @@ async fn write(
     raft: &Raft,
     commands: Vec<Command>,
     write_timeout: Duration,
+    proposal_seconds: &metrics::Histogram,
 ) -> Result<Vec<(u64, Outcome)>, NodeError> {
     let n = commands.len();
     let proposal = Proposal::batch(now_ms(), commands);
     let started = std::time::Instant::now();
     let res = tokio::time::timeout(write_timeout, raft.client_write(proposal)).await;
-    metrics::histogram!("raftlock_proposal_seconds").record(started.elapsed().as_secs_f64());
+    proposal_seconds.record(started.elapsed().as_secs_f64());
     let resp = match res {
         Err(_) => {
             return Err(NodeError::Unavailable(format!(

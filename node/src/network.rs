@@ -249,11 +249,7 @@ impl PeerConnection {
             tokio::time::timeout(COMMIT_HEARTBEAT_DEFER, appended.wait_for(coming)).await,
             Ok(Ok(_))
         );
-        metrics::counter!(
-            "raftlock_commit_heartbeats_total",
-            "sent" => if superseded { "with_append" } else { "alone" }
-        )
-        .increment(1);
+        heartbeats(superseded).increment(1);
         superseded
     }
 
@@ -461,6 +457,17 @@ impl PeerConnection {
         }
         self.call("append", rpc, option).await
     }
+}
+
+/// `raftlock_commit_heartbeats_total`, by whether the heartbeat rode with
+/// an append; registered once rather than looked up per heartbeat.
+fn heartbeats(with_append: bool) -> &'static metrics::Counter {
+    static COUNTERS: [std::sync::OnceLock<metrics::Counter>; 2] =
+        [const { std::sync::OnceLock::new() }; 2];
+    COUNTERS[usize::from(with_append)].get_or_init(|| {
+        let sent = if with_append { "with_append" } else { "alone" };
+        metrics::counter!("raftlock_commit_heartbeats_total", "sent" => sent)
+    })
 }
 
 /// The commit index a leader may tell a follower: openraft's, but never

@@ -10,6 +10,7 @@ use raftlock_proto::v1::lock_server::Lock as LockApi;
 use raftlock_proto::v1::*;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::OnceLock;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
@@ -86,9 +87,30 @@ impl LockService {
             Ok(_) => tonic::Code::Ok,
             Err(s) => s.code(),
         };
-        metrics::counter!("raftlock_grpc_requests_total", "method" => method, "code" => super::metrics::debug_name(code)).increment(1);
+        pipelined_calls(method == "Lock/Release", code).increment(1);
         result.unwrap_or_else(|s| Answer::Error(pipeline_error(&s)))
     }
+}
+
+/// `raftlock_grpc_requests_total` of a pipelined acquire or release ending
+/// in `code`, registered on first use: looking a labelled counter up on
+/// every call hashes its labels each time.
+fn pipelined_calls(release: bool, code: tonic::Code) -> &'static metrics::Counter {
+    const CODES: usize = 17;
+    static COUNTERS: [[OnceLock<metrics::Counter>; CODES]; 2] =
+        [const { [const { OnceLock::new() }; CODES] }; 2];
+    let method = if release {
+        "Lock/Release"
+    } else {
+        "Lock/Acquire"
+    };
+    COUNTERS[usize::from(release)][(code as usize).min(CODES - 1)].get_or_init(|| {
+        metrics::counter!(
+            "raftlock_grpc_requests_total",
+            "method" => method,
+            "code" => super::metrics::debug_name(code)
+        )
+    })
 }
 
 /// A status as a Pipeline answer, leader hint included.
