@@ -461,8 +461,9 @@ async fn the_durable_point_goes_back_with_a_truncation() {
 
 /// A follower's appends are written and synced on the appending thread
 /// when the writer thread is idle, reported only once durable, and
-/// survive a power loss; a leader's own appends, and any append that finds
-/// the writer busy, go to the writer thread, behind what it already holds.
+/// survive a power loss; a leader's own appends, appends of many commands,
+/// and any append that finds the writer busy go to the writer thread,
+/// behind what it already holds.
 #[tokio::test]
 async fn a_followers_appends_are_synced_in_place_when_the_writer_is_idle() {
     use openraft::storage::RaftLogStorage;
@@ -516,13 +517,23 @@ async fn a_followers_appends_are_synced_in_place_when_the_writer_is_idle() {
         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
     }
     append_noting_thread(vec![e(1, 2, 4)]);
+    // Five commands (a loaded cluster): the writer thread syncs them, so
+    // that the apply this append unblocks overlaps the sync.
+    let mut loaded = entry(1, 5, 8);
+    loaded.log_id = LogId::new(CommittedLeaderId::new(1, 2), 5);
+    if let EntryPayload::Normal(p) = &mut loaded.payload {
+        let one = p.commands[0].clone();
+        p.commands = vec![one; 5].into();
+    }
+    append_noting_thread(vec![loaded]);
+    flushed_reaches(&wal, 5).await;
 
     // Node 1 leads term 2: its own entries go to the writer thread.
     wal.save_vote(&Vote::new_committed(2, 1)).await.unwrap();
-    append_noting_thread(vec![e(2, 1, 5)]);
-    flushed_reaches(&wal, 5).await;
+    append_noting_thread(vec![e(2, 1, 6)]);
+    flushed_reaches(&wal, 6).await;
     for _ in 0..500 {
-        if seen.lock().unwrap().len() == 4 {
+        if seen.lock().unwrap().len() == 5 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
@@ -533,7 +544,8 @@ async fn a_followers_appends_are_synced_in_place_when_the_writer_is_idle() {
             (false, Some(2)),
             (true, Some(3)),
             (false, Some(4)),
-            (true, Some(5))
+            (true, Some(5)),
+            (true, Some(6))
         ]
     );
 
@@ -544,6 +556,6 @@ async fn a_followers_appends_are_synced_in_place_when_the_writer_is_idle() {
     let image = reopened.snapshot_image();
     assert_eq!(
         image.entries.keys().copied().collect::<Vec<_>>(),
-        vec![1, 2, 3, 4, 5]
+        vec![1, 2, 3, 4, 5, 6]
     );
 }
