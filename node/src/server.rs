@@ -178,6 +178,16 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         shared.observe(move |batch| waits.on_changes(batch));
     }
     let leases = LeaseDriver::new(node.clone());
+    {
+        // Weak: the state (through its observers) must not keep the driver,
+        // and with it the node, alive.
+        let leases = Arc::downgrade(&leases);
+        shared.observe(move |batch| {
+            if let Some(leases) = leases.upgrade() {
+                leases.on_changes(batch);
+            }
+        });
+    }
     tokio::spawn(leases.clone().run());
     let watches = crate::locks::watch::WatchHub::start(shared.clone(), config.watch_history);
     let locks = Locks::new(node.clone(), waits, leases, watches);

@@ -31,7 +31,6 @@ use raftlock_store::state_machine::Change;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::broadcast::error::TryRecvError;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
@@ -262,6 +261,27 @@ impl LeaseDriver {
         }
     }
 
+    /// Takes in a batch of applied changes: an observer of the state
+    /// (`SharedState::observe`), run as each batch is applied. A change
+    /// applied between a rebuild's read of the state and this call is
+    /// taken in twice, which every case below allows (inserts keep what is
+    /// there, removals of what is gone do nothing).
+    ///
+    /// It used to drain a broadcast subscription on its tick, which kept
+    /// the last 4,096 batches of commands alive, metadata and all: up to
+    /// hundreds of MiB under load with 4 KiB of metadata per grant.
+    pub fn on_changes(&self, batch: &[Change]) {
+        for c in batch {
+            match c {
+                Change::Restored => {
+                    let term = self.lock().term;
+                    self.rebuild(term);
+                }
+                applied => self.observe(applied),
+            }
+        }
+    }
+
     fn observe(&self, change: &Change) {
         let now = Instant::now();
         let mut d = self.lock();
@@ -336,7 +356,6 @@ impl LeaseDriver {
 
     /// Runs until the Raft stops.
     pub async fn run(self: Arc<Self>) {
-        let mut changes = self.node.state.subscribe();
         let mut metrics = self.node.raft.metrics();
         let mut last_tick = Instant::now();
         let mut ticker = tokio::time::interval(TICK);
@@ -359,25 +378,8 @@ impl LeaseDriver {
                         "became leader: every session gets a full TTL from now"
                     );
                 }
-                // Subscribe afresh first, so no change between the state read
-                // and the next drain is lost.
-                changes = self.node.state.subscribe();
                 self.rebuild(leading);
                 continue;
-            }
-            loop {
-                match changes.try_recv() {
-                    Ok(batch) => {
-                        for c in batch.iter() {
-                            match c {
-                                Change::Restored => self.rebuild(leading),
-                                applied => self.observe(applied),
-                            }
-                        }
-                    }
-                    Err(TryRecvError::Lagged(_)) => self.rebuild(leading),
-                    Err(TryRecvError::Empty) | Err(TryRecvError::Closed) => break,
-                }
             }
             if leading.is_none() {
                 continue;
