@@ -101,6 +101,11 @@ pub struct Args {
     /// Hold time for `hold`.
     #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
     pub(super) hold: Duration,
+    /// Lock workloads over gRPC: bytes of metadata each acquire attaches
+    /// (at most 4096, the server's limit), to load the log and the lock
+    /// table as grants that say who holds them do.
+    #[arg(long, default_value_t = 0)]
+    pub(super) metadata_bytes: usize,
     /// Sessions for `keepalive` and `scale`.
     #[arg(long, default_value_t = 1_000)]
     pub(super) sessions: usize,
@@ -459,6 +464,7 @@ async fn locks(cli: &Cli, endpoints: &[String], a: &Args, run: usize) -> anyhow:
             prefix: format!("bench/{run}"),
             keys: picker,
             hold: (a.workload == Workload::Hold).then_some(a.hold),
+            metadata: vec![b'm'; a.metadata_bytes],
             stop: stop.clone(),
             budget: budget.clone(),
             acquired: None,
@@ -620,6 +626,8 @@ pub(super) struct Worker {
     pub(super) prefix: String,
     pub(super) keys: Picker,
     pub(super) hold: Option<Duration>,
+    /// Attached to every acquire.
+    pub(super) metadata: Vec<u8>,
     pub(super) stop: Arc<AtomicBool>,
     /// `--ops`: ops not yet taken by any worker.
     pub(super) budget: Option<Arc<AtomicU64>>,
@@ -650,6 +658,7 @@ impl Worker {
                 let g = session
                     .lock(&key)
                     .timeout(Duration::from_secs(30))
+                    .metadata(self.metadata.clone())
                     .acquire()
                     .await?;
                 if let Some((base, last)) = &self.acquired {

@@ -43,6 +43,7 @@ pub async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
             prefix: format!("failover/{run}"),
             keys: Picker::Uniform(a.keys.max(1)),
             hold: None,
+            metadata: Vec::new(),
             stop: stop.clone(),
             budget: None,
             acquired: Some((base, last_ok.clone())),
