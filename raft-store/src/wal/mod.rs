@@ -222,7 +222,7 @@ impl Wal {
     /// else, and any append that finds it busy, so the log keeps its order.
     /// This node's own entries, while it leads, never block its core, and
     /// appends of many commands (a loaded cluster) go to the thread too
-    /// (see [`INLINE_MAX_COMMANDS`]).
+    /// (at most `INLINE_MAX_COMMANDS`, 4, are written in place).
     pub fn flush_follower_appends_inline(&self, id: NodeId) {
         let _ = self.inner.inline_for.set(id);
     }
