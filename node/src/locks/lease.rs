@@ -264,12 +264,13 @@ impl LeaseDriver {
     /// Takes in a batch of applied changes: an observer of the state
     /// (`SharedState::observe`), run as each batch is applied. A change
     /// applied between a rebuild's read of the state and this call is
-    /// taken in twice, which every case below allows (inserts keep what is
-    /// there, removals of what is gone do nothing).
+    /// taken in twice, which every case below allows: removals of what is
+    /// gone do nothing, and inserts keep what is there or, for a hold cap,
+    /// move its deadline by the moments between the two.
     ///
-    /// It used to drain a broadcast subscription on its tick, which kept
-    /// the last 4,096 batches of commands alive, metadata and all: up to
-    /// hundreds of MiB under load with 4 KiB of metadata per grant.
+    /// It used to drain a broadcast subscription on its tick; falling 4,096
+    /// batches behind between two ticks made it rebuild, giving every
+    /// session a fresh TTL. An observer cannot fall behind.
     pub fn on_changes(&self, batch: &[Change]) {
         for c in batch {
             match c {
