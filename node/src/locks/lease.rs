@@ -284,11 +284,12 @@ impl LeaseDriver {
     }
 
     fn observe(&self, change: &Change) {
-        let now = Instant::now();
         let mut d = self.lock();
+        // A follower keeps no deadlines: not even the clock is read.
         if d.term.is_none() {
             return;
         }
+        let now = Instant::now();
         let Change::Applied {
             command, outcome, ..
         } = change
