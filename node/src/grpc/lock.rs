@@ -11,14 +11,8 @@ use raftlock_proto::v1::*;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::OnceLock;
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status, Streaming};
-
-/// Answers a Pipeline stream may have waiting to be sent before its calls
-/// wait for the client to read them.
-const PIPELINE_ANSWERS_BUFFERED: usize = 1024;
 
 /// Serves locks.
 #[derive(Clone)]
@@ -138,6 +132,91 @@ fn refusal(id: u64, s: &Status) -> PipelineResponse {
     }
 }
 
+/// A Pipeline stream's state between answers.
+struct Pipeline {
+    node: Arc<crate::node::Node>,
+    addr: Option<std::net::SocketAddr>,
+    stopping: tokio::sync::watch::Receiver<bool>,
+    inbound: Streaming<PipelineRequest>,
+    service: Arc<LockService>,
+    caller: Arc<Caller>,
+    calls: futures::stream::FuturesUnordered<
+        Pin<Box<dyn std::future::Future<Output = PipelineResponse> + Send>>,
+    >,
+    /// The client has not ended its side yet.
+    reading: bool,
+    /// The last answer was the stream's end (a stopping node's redirect).
+    ended: bool,
+}
+
+impl Pipeline {
+    /// The next answer to send; `None` ends the stream.
+    async fn next_answer(&mut self) -> Option<Result<PipelineResponse, Status>> {
+        loop {
+            // The client ended its side and every call has answered.
+            if self.ended || (!self.reading && self.calls.is_empty()) {
+                return None;
+            }
+            let msg = tokio::select! {
+                m = self.inbound.next(), if self.reading => m,
+                Some(answer) = self.calls.next(), if !self.calls.is_empty() => {
+                    return Some(Ok(answer));
+                }
+                // A stopping node has handed leadership over: end the
+                // stream with the successor's address, as keep-alive
+                // streams do, so the client moves its calls there now
+                // (a call cut short is retried under its request id).
+                _ = async { drop(self.stopping.wait_for(|s| *s).await) } => {
+                    self.ended = true;
+                    return Some(Err(self.service.locks.node().not_leader().into()));
+                }
+            };
+            let req = match msg {
+                Some(Ok(r)) => r,
+                // The client ended its side: calls in progress still
+                // answer, then the stream ends.
+                None => {
+                    self.reading = false;
+                    continue;
+                }
+                Some(Err(s)) => {
+                    tracing::debug!(error = %s, "pipeline request stream failed");
+                    return None;
+                }
+            };
+            let id = req.id;
+            let Some(call) = req.call else {
+                let e = reason::status(
+                    Reason::InvalidArgument,
+                    "a pipeline request needs an acquire or a release",
+                );
+                return Some(Ok(refusal(id, &e)));
+            };
+            // Each call holds one of its connection's request slots, as a
+            // unary call does, so a stream cannot pin more work.
+            let slot = match self.addr {
+                Some(a) => match self
+                    .node
+                    .connections
+                    .request(a, self.node.limits.max_concurrent_requests_per_connection)
+                {
+                    Ok(slot) => Some(slot),
+                    Err(e) => return Some(Ok(refusal(id, &e))),
+                },
+                None => None,
+            };
+            let (service, caller) = (self.service.clone(), self.caller.clone());
+            self.calls.push(Box::pin(async move {
+                let _slot = slot;
+                PipelineResponse {
+                    id,
+                    result: Some(service.pipeline_call(&caller, call).await),
+                }
+            }));
+        }
+    }
+}
+
 /// A watch's answers.
 pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchResponse, Status>> + Send + 'static>>;
 
@@ -193,90 +272,29 @@ impl LockApi for LockService {
     ) -> Result<Response<Self::PipelineStream>, Status> {
         let caller = caller(&req)?;
         caller.check_any(Access::Lock)?;
-        let node = self.locks.node().clone();
-        let addr = crate::limits::remote_addr(req.extensions());
-        let mut inbound = req.into_inner();
-        let service = self.clone();
-        let (tx, rx) = mpsc::channel::<Result<PipelineResponse, Status>>(PIPELINE_ANSWERS_BUFFERED);
-        let mut stopping = self.locks.node().stopping.clone();
-        tokio::spawn(async move {
-            let service = Arc::new(service);
-            // The stream's calls run inside this task, not in a task each:
-            // a spawn per call (and a wake-up of another worker to run it)
-            // cost more than the call's own work under many clients.
-            let mut calls = futures::stream::FuturesUnordered::new();
-            let mut reading = true;
-            loop {
-                let msg = tokio::select! {
-                    m = inbound.next(), if reading => m,
-                    Some(answer) = calls.next(), if !calls.is_empty() => {
-                        if tx.send(Ok(answer)).await.is_err() || (!reading && calls.is_empty()) {
-                            return;
-                        }
-                        continue;
-                    }
-                    // The client is gone: stop reading for it, and stop
-                    // its calls (a waiting acquire stops waiting, as a
-                    // cancelled unary call's would).
-                    _ = tx.closed() => return,
-                    // A stopping node has handed leadership over: end the
-                    // stream with the successor's address, as keep-alive
-                    // streams do, so the client moves its calls there now
-                    // (a call cut short is retried under its request id).
-                    _ = async { drop(stopping.wait_for(|s| *s).await) } => {
-                        let _ = tx.send(Err(service.locks.node().not_leader().into())).await;
-                        return;
-                    }
-                };
-                let req = match msg {
-                    Some(Ok(r)) => r,
-                    // The client ended its side: calls in progress still
-                    // answer, then the stream ends.
-                    None if calls.is_empty() => return,
-                    None => {
-                        reading = false;
-                        continue;
-                    }
-                    Some(Err(s)) => {
-                        tracing::debug!(error = %s, "pipeline request stream failed");
-                        return;
-                    }
-                };
-                let id = req.id;
-                let Some(call) = req.call else {
-                    let e = reason::status(
-                        Reason::InvalidArgument,
-                        "a pipeline request needs an acquire or a release",
-                    );
-                    let _ = tx.send(Ok(refusal(id, &e))).await;
-                    continue;
-                };
-                // Each call holds one of its connection's request slots, as
-                // a unary call does, so a stream cannot pin more work.
-                let slot = match addr {
-                    Some(a) => match node
-                        .connections
-                        .request(a, node.limits.max_concurrent_requests_per_connection)
-                    {
-                        Ok(slot) => Some(slot),
-                        Err(e) => {
-                            let _ = tx.send(Ok(refusal(id, &e))).await;
-                            continue;
-                        }
-                    },
-                    None => None,
-                };
-                let (service, caller) = (service.clone(), caller.clone());
-                calls.push(async move {
-                    let _slot = slot;
-                    PipelineResponse {
-                        id,
-                        result: Some(service.pipeline_call(&caller, call).await),
-                    }
-                });
-            }
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        let pipeline = Pipeline {
+            node: self.locks.node().clone(),
+            addr: crate::limits::remote_addr(req.extensions()),
+            stopping: self.locks.node().stopping.clone(),
+            inbound: req.into_inner(),
+            service: Arc::new(self.clone()),
+            caller,
+            calls: futures::stream::FuturesUnordered::new(),
+            reading: true,
+            ended: false,
+        };
+        // The answers are the stream itself, polled by the task hyper runs
+        // for the HTTP/2 stream: the calls run there too, with no task of
+        // their own and no channel between them and the answer's write. A
+        // task in between cost a wake-up and a hand-off per answer. When
+        // the client goes away the stream is dropped, and with it its calls
+        // (a waiting acquire stops waiting, as a cancelled unary call's
+        // would); while the client does not read answers the stream is not
+        // polled, so its requests wait in HTTP/2 flow control.
+        Ok(Response::new(Box::pin(futures::stream::unfold(
+            pipeline,
+            |mut p| async move { p.next_answer().await.map(|answer| (answer, p)) },
+        ))))
     }
 
     async fn describe(
