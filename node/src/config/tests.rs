@@ -12,6 +12,15 @@ fn id_from_a_statefulset_host_name() {
     assert!(id_from_hostname("raftlock").is_err());
 }
 
+/// The least a node needs: its id and data dir.
+fn minimal() -> NodeArgs {
+    NodeArgs {
+        id: Some(1),
+        data_dir: Some("/d".into()),
+        ..Default::default()
+    }
+}
+
 #[allow(clippy::result_large_err)]
 #[test]
 fn max_batch_commands_is_bounded_by_what_a_token_can_number() {
@@ -19,21 +28,14 @@ fn max_batch_commands_is_bounded_by_what_a_token_can_number() {
     // the environment is the process's.
     figment::Jail::expect_with(|_| {
         let with = |n| NodeArgs {
-            id: Some(1),
-            data_dir: Some("/d".into()),
             max_batch_commands: Some(n),
-            ..Default::default()
+            ..minimal()
         };
         assert_eq!(with(1).resolve().unwrap().max_batch_commands, 1);
         assert_eq!(with(65_536).resolve().unwrap().max_batch_commands, 65_536);
         assert!(with(0).resolve().is_err());
         assert!(with(65_537).resolve().is_err());
-        let default = NodeArgs {
-            id: Some(1),
-            data_dir: Some("/d".into()),
-            ..Default::default()
-        };
-        assert_eq!(default.resolve().unwrap().max_batch_commands, 1024);
+        assert_eq!(minimal().resolve().unwrap().max_batch_commands, 1024);
         Ok(())
     });
 }
@@ -41,19 +43,63 @@ fn max_batch_commands_is_bounded_by_what_a_token_can_number() {
 #[allow(clippy::result_large_err)]
 #[test]
 fn proposals_in_flight_is_bounded() {
-    // In a jail: other tests set RAFTLOCK_* variables in theirs, and
-    // the environment is the process's.
     figment::Jail::expect_with(|_| {
         let with = |n| NodeArgs {
-            id: Some(1),
-            data_dir: Some("/d".into()),
             proposals_in_flight: n,
-            ..Default::default()
+            ..minimal()
         };
         assert_eq!(with(None).resolve().unwrap().proposals_in_flight, 2);
         assert_eq!(with(Some(64)).resolve().unwrap().proposals_in_flight, 64);
         assert!(with(Some(0)).resolve().is_err());
         assert!(with(Some(65)).resolve().is_err());
+        Ok(())
+    });
+}
+
+#[allow(clippy::result_large_err)]
+#[test]
+fn followers_sync_in_place_unless_told_to_use_the_writer_thread() {
+    figment::Jail::expect_with(|jail| {
+        assert_eq!(
+            minimal().resolve().unwrap().follower_flush,
+            FollowerFlush::Inline
+        );
+        let flag = NodeArgs {
+            follower_flush: Some(FollowerFlush::Thread),
+            ..minimal()
+        };
+        assert_eq!(
+            flag.resolve().unwrap().follower_flush,
+            FollowerFlush::Thread
+        );
+        jail.create_file(
+            "c.toml",
+            "id = 1\ndata_dir = \"/d\"\nfollower_flush = \"thread\"\n",
+        )?;
+        let file = NodeArgs {
+            config: Some("c.toml".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            file.resolve().unwrap().follower_flush,
+            FollowerFlush::Thread
+        );
+        jail.set_env("RAFTLOCK_FOLLOWER_FLUSH", "thread");
+        assert_eq!(
+            minimal().resolve().unwrap().follower_flush,
+            FollowerFlush::Thread
+        );
+        // The flag wins over the environment.
+        let inline = NodeArgs {
+            follower_flush: Some(FollowerFlush::Inline),
+            ..minimal()
+        };
+        assert_eq!(
+            inline.resolve().unwrap().follower_flush,
+            FollowerFlush::Inline
+        );
+        jail.set_env("RAFTLOCK_FOLLOWER_FLUSH", "sometimes");
+        assert!(minimal().resolve().is_err());
         Ok(())
     });
 }
