@@ -14,6 +14,10 @@
 # BASE_BENCH_ARGS / NEW_BENCH_ARGS add bench flags to one side only, so a
 # client-side change is compared on the same server build, e.g.
 #   BASE_BENCH_ARGS=--unary client/bench/compare.sh target/release/raftlockd target/release/raftlockd
+# It also prints each build's process CPU time per op (acquire + release) on
+# the leader and the followers, read from /proc around each bench (so it
+# includes the gaps between runs), which works for builds that do not report
+# it themselves; at one client an op is two log entries.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BASE="$1"
@@ -28,6 +32,12 @@ OUT="$(mktemp -d)"
 DEV_PID=""
 cleanup() { [ -n "$DEV_PID" ] && kill "$DEV_PID" 2>/dev/null && wait "$DEV_PID" 2>/dev/null; rm -rf "$OUT"; }
 trap cleanup EXIT
+# "pid:ticks" of user + system time for each node of the dev cluster.
+node_cpu() {
+  for p in $(pgrep -P "$DEV_PID"); do
+    echo -n "$p:$(awk '{print $14 + $15}' "/proc/$p/stat") "
+  done
+}
 
 for round in $(seq "$ROUNDS"); do
   for label in base new; do
@@ -39,17 +49,19 @@ for round in $(seq "$ROUNDS"); do
     if [ "$label" = base ]; then extra="${BASE_BENCH_ARGS:-}"; else extra="${NEW_BENCH_ARGS:-}"; fi
     for w in $WORKLOADS; do
       IFS=: read -r workload clients conns <<<"$w"
+      cpu_before="$(node_cpu)"
       # shellcheck disable=SC2086 # extra holds several flags
       "$CLIENT" bench --workload "$workload" --clients "$clients" ${conns:+--connections "$conns"} \
         --duration "$DURATION" --runs "$RUNS" $extra >"$OUT/bench.txt"
       echo "round $round $label $w: $(grep -E '^median' "$OUT/bench.txt")"
       tail -1 "$OUT/bench.txt" | sed "s/^/$label $w /" >>"$OUT/results.txt"
+      echo "$label $w $(tail -1 "$OUT/bench.txt" | python3 -c 'import json,sys; print(sum(r["ops"] for r in json.load(sys.stdin)["runs"]))') $cpu_before / $(node_cpu)" >>"$OUT/cpu.txt"
     done
     kill "$DEV_PID"; wait "$DEV_PID" 2>/dev/null || true; DEV_PID=""
   done
 done
 
-python3 - "$OUT/results.txt" <<'PY'
+python3 - "$OUT/results.txt" "$OUT/cpu.txt" "$(getconf CLK_TCK)" <<'PY'
 import json, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
@@ -64,4 +76,25 @@ for w in dict.fromkeys(k[0] for k in rows):
         m, b = med[l], med["base"]
         print(f"{w.replace(':', ' x', 1).replace(':', ' conns '):<20} {l:<5} {len(rows[(w, l)]):>8} {m['ops_per_sec']:>8.0f} {m['p50_ms']:>8.2f} {m['p99_ms']:>8.2f}"
               f" {m['ops_per_sec']/b['ops_per_sec']:>13.2f}x {m['p50_ms']/b['p50_ms']:>11.2f}x {m['p99_ms']/b['p99_ms']:>11.2f}x")
+
+# CPU per op: the busiest node is the leader.
+tick_us = 1e6 / int(sys.argv[3])
+cpu = {}
+for line in open(sys.argv[2]):
+    label, w, ops, rest = line.split(" ", 3)
+    before, after = (dict(t.split(":") for t in half.split()) for half in rest.split("/"))
+    used = sorted((int(after[p]) - int(before[p])) * tick_us / max(int(ops), 1)
+                  for p in before if p in after)
+    if used:
+        cpu.setdefault((w, label), []).append((used[-1], statistics.mean(used[:-1]) if len(used) > 1 else 0.0))
+print()
+print(f"{'workload':<20} {'build':<5} {'leader CPU/op':>14} {'followers':>10} {'leader vs base':>15} {'followers vs base':>18}")
+for w in dict.fromkeys(k[0] for k in cpu):
+    if (w, "base") not in cpu or (w, "new") not in cpu:
+        continue
+    med = {l: [statistics.median(x[i] for x in cpu[(w, l)]) for i in (0, 1)] for l in ("base", "new")}
+    for l in ("base", "new"):
+        m, b = med[l], med["base"]
+        print(f"{w.replace(':', ' x', 1).replace(':', ' conns '):<20} {l:<5} {m[0]:>11.0f} us {m[1]:>7.0f} us"
+              f" {m[0]/b[0] if b[0] else 0:>14.2f}x {m[1]/b[1] if b[1] else 0:>17.2f}x")
 PY
