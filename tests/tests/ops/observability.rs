@@ -9,6 +9,13 @@ async fn metrics_have_real_values_after_load() {
     let cluster = Cluster::start(3).await;
     let client = cluster.client().await;
     let session = client.session(Duration::from_secs(5)).await.unwrap();
+    // Held through the checks: the age of the oldest hold must show it.
+    let _held = session
+        .lock("metrics/held")
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
     for i in 0..10 {
         let g = session
             .lock(format!("metrics/{}", i % 3))
@@ -48,6 +55,16 @@ async fn metrics_have_real_values_after_load() {
         assert!(m("raftlock_fsync_seconds_count") > 0.0);
         assert!(m("raftlock_append_batch_entries_count") > 0.0);
         assert_eq!(m("raftlock_sessions"), 1.0);
+        assert!(
+            m("raftlock_lock_hold_seconds_count") >= 10.0,
+            "every node times the released holds"
+        );
+        let oldest = m("raftlock_lock_oldest_hold_seconds");
+        assert!(
+            (0.3..30.0).contains(&oldest),
+            "node {}: the held lock's age is {oldest} s",
+            n.id
+        );
         assert_eq!(
             m("raftlock_raft_is_leader"),
             f64::from(u8::from(n.id == leader))
