@@ -60,18 +60,13 @@ fn proposals_in_flight_is_bounded() {
 #[test]
 fn followers_sync_in_place_unless_told_to_use_the_writer_thread() {
     figment::Jail::expect_with(|jail| {
-        assert_eq!(
-            minimal().resolve().unwrap().follower_flush,
-            FollowerFlush::Inline
-        );
-        let flag = NodeArgs {
-            follower_flush: Some(FollowerFlush::Thread),
+        let flush = |args: NodeArgs| args.resolve().unwrap().follower_flush;
+        let flag = |f| NodeArgs {
+            follower_flush: Some(f),
             ..minimal()
         };
-        assert_eq!(
-            flag.resolve().unwrap().follower_flush,
-            FollowerFlush::Thread
-        );
+        assert_eq!(flush(minimal()), FollowerFlush::Inline);
+        assert_eq!(flush(flag(FollowerFlush::Thread)), FollowerFlush::Thread);
         jail.create_file(
             "c.toml",
             "id = 1\ndata_dir = \"/d\"\nfollower_flush = \"thread\"\n",
@@ -80,24 +75,11 @@ fn followers_sync_in_place_unless_told_to_use_the_writer_thread() {
             config: Some("c.toml".into()),
             ..Default::default()
         };
-        assert_eq!(
-            file.resolve().unwrap().follower_flush,
-            FollowerFlush::Thread
-        );
+        assert_eq!(flush(file), FollowerFlush::Thread);
         jail.set_env("RAFTLOCK_FOLLOWER_FLUSH", "thread");
-        assert_eq!(
-            minimal().resolve().unwrap().follower_flush,
-            FollowerFlush::Thread
-        );
+        assert_eq!(flush(minimal()), FollowerFlush::Thread);
         // The flag wins over the environment.
-        let inline = NodeArgs {
-            follower_flush: Some(FollowerFlush::Inline),
-            ..minimal()
-        };
-        assert_eq!(
-            inline.resolve().unwrap().follower_flush,
-            FollowerFlush::Inline
-        );
+        assert_eq!(flush(flag(FollowerFlush::Inline)), FollowerFlush::Inline);
         jail.set_env("RAFTLOCK_FOLLOWER_FLUSH", "sometimes");
         assert!(minimal().resolve().is_err());
         Ok(())
