@@ -380,6 +380,22 @@ async fn answered(reports: &Reports, n: usize) -> Vec<(bool, Option<u64>)> {
     panic!("appends unanswered: {:?}", reports.lock().unwrap());
 }
 
+/// Waits until the writer thread has nothing queued and has let go of
+/// the writer: a waiter is told its record is durable from inside the
+/// writer thread's batch, a moment before the thread lets go, so an
+/// append right after an awaited write may still find it busy.
+async fn writer_idle(wal: &super::Wal) {
+    for _ in 0..5000 {
+        if wal.inner.queued.load(std::sync::atomic::Ordering::SeqCst) == 0
+            && wal.inner.process.try_lock().is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    panic!("the writer thread stays busy");
+}
+
 async fn flushed_reaches(wal: &super::Wal, index: u64) {
     let mut flushed = wal.flushed();
     tokio::time::timeout(
@@ -496,6 +512,7 @@ async fn a_followers_appends_are_synced_in_place_when_the_writer_is_idle() {
 
     // Follower of node 2: written here, durable when reported.
     wal.save_vote(&Vote::new_committed(1, 2)).await.unwrap();
+    writer_idle(&wal).await;
     append_noting_thread(vec![e(1, 2, 1), e(1, 2, 2)]);
     assert_eq!(*seen.lock().unwrap(), vec![(false, Some(2))]);
 
@@ -510,12 +527,7 @@ async fn a_followers_appends_are_synced_in_place_when_the_writer_is_idle() {
     drop(busy);
     flushed_reaches(&wal, 3).await;
     // The writer thread has taken it; the next append is written here again.
-    for _ in 0..500 {
-        if wal.inner.queued.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-    }
+    writer_idle(&wal).await;
     append_noting_thread(vec![e(1, 2, 4)]);
     // Five commands (a loaded cluster): the writer thread syncs them, so
     // that the apply this append unblocks overlaps the sync.
