@@ -429,12 +429,24 @@ impl Cluster {
         }
     }
 
-    /// Stops treating `addr` as the leader (it failed or timed out), so the
-    /// next attempt tries another node.
+    /// Learns that `addr` failed or stopped answering: it is no longer the
+    /// leader, and the next try goes to another node even when the
+    /// rotation would come back to `addr` next. A frozen node (paused VM,
+    /// long GC of its host) takes a whole patience to find out, and trying
+    /// it again first could spend the rest of a short TTL on it.
     pub(crate) fn forget_leader(&self, addr: &str) {
-        let mut leader = self.leader.lock().unwrap_or_else(|p| p.into_inner());
-        if leader.as_deref() == Some(addr) {
-            *leader = None;
+        {
+            let mut leader = self.leader.lock().unwrap_or_else(|p| p.into_inner());
+            if leader.as_deref() == Some(addr) {
+                *leader = None;
+            }
+        }
+        let endpoints = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
+        if endpoints.len() > 1 {
+            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+            if endpoints[(*next + 1) % endpoints.len()] == addr {
+                *next = (*next + 1) % endpoints.len();
+            }
         }
     }
 
@@ -497,5 +509,37 @@ impl Cluster {
                 Err(s) => return Err(s),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster() -> Cluster {
+        Cluster::new(["n1:1", "n2:2", "n3:3"], Options::default()).unwrap()
+    }
+
+    #[test]
+    fn a_node_that_stopped_answering_is_not_tried_again_next() {
+        let c = cluster();
+        // A leader hint named n2 before the rotation reached it.
+        c.remember_leader("n2:2");
+        assert_eq!(c.target(), "n2:2");
+        // n2 freezes. It is next in the rotation (n2, n3, n1), but the
+        // next try goes past it.
+        c.forget_leader("n2:2");
+        assert_eq!(c.target(), "n3:3");
+        // A node whose turn is not next leaves the rotation as it is.
+        c.forget_leader("n2:2");
+        assert_eq!(c.target(), "n1:1");
+        assert_eq!(c.target(), "n2:2");
+    }
+
+    #[test]
+    fn one_endpoint_is_tried_again_after_it_failed() {
+        let c = Cluster::new(["only:1"], Options::default()).unwrap();
+        c.forget_leader("only:1");
+        assert_eq!(c.target(), "only:1");
     }
 }
