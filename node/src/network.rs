@@ -584,8 +584,9 @@ mod tests {
         assert!(!c.superseded(&heartbeat(7, 7)).await);
         assert!(started.elapsed() >= COMMIT_HEARTBEAT_DEFER);
         // Commit 7, and entry 8 is appended meanwhile: left to that append.
+        // (This runtime has one thread: the append runs once `superseded`
+        // waits, without a sleep that could outlast its deferral.)
         let appending = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(1)).await;
             log.send_replace(Some(id(2, 8)));
             log
         });

@@ -397,6 +397,25 @@ pub mod raw {
             .map(|r| r.into_inner())
     }
 
+    /// Waits until `name` has `n` waiters at `node` (10 s at most): a
+    /// waiter queues only once its acquire commits, which a fixed sleep
+    /// cannot promise on a loaded machine.
+    pub async fn wait_for_waiters(node: &str, name: &str, n: usize) {
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let d = describe(node, name).await.expect("describe");
+            if d.waiters.len() >= n {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < give_up,
+                "{name}: {} waiters after 10 s, expected {n}",
+                d.waiters.len()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     /// Releases and returns the grants the release made.
     pub async fn release(
         leader: &str,

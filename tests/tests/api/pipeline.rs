@@ -318,10 +318,15 @@ async fn calls_on_a_stream_count_against_the_connection_limit() {
             .unwrap()
             .acquired
     );
+    // Sessions first: the eight calls must all arrive within the first
+    // one's 3 s wait, which eight session commits on the way could outlast.
+    let mut sessions = Vec::new();
+    for _ in 1..=8u64 {
+        sessions.push(raw::silent_session(&addr, 20_000).await);
+    }
     let mut p = Stream::open(&addr).await;
     let started = Instant::now();
-    for id in 1..=8u64 {
-        let s = raw::silent_session(&addr, 20_000).await;
+    for (id, s) in (1..=8u64).zip(sessions) {
         p.send(id, acquire(s, "limit/busy", Some(3_000)));
     }
     let (mut refused, mut timed_out) = (0, 0);

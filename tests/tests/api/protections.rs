@@ -54,9 +54,10 @@ async fn a_lock_delay_holds_the_lock_after_an_expiry_and_not_after_a_release() {
     let cluster = Cluster::start(3).await;
     let leader = leader_addr(&cluster).await;
     let client = cluster.client().await;
-    let mut events = client.watch("ld/a");
-    // Let the watch open before anything happens.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // From a log point read first: the events after it, however long
+    // the watch takes to open.
+    let from = client.status().await.unwrap().applied_index;
+    let mut events = client.watch_after("ld/a", from);
 
     // A holder that dies: its session expires after 1 s without keep-alive.
     let dead = raw::silent_session(&leader, 1_000).await;
@@ -148,8 +149,10 @@ async fn a_lock_delay_holds_the_lock_after_an_expiry_and_not_after_a_release() {
 async fn a_hold_cap_releases_on_time_and_the_guard_reports_the_loss_first() {
     let cluster = Cluster::start_with(3, &["--hold-cap", "capped/=1500:3000"]).await;
     let client = cluster.client().await;
-    let mut events = client.watch("cap/");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // From a log point read first: the events after it, however long
+    // the watch takes to open.
+    let from = client.status().await.unwrap().applied_index;
+    let mut events = client.watch_after("cap/", from);
     let holder = client.session(Duration::from_secs(20)).await.unwrap();
     let started = Instant::now();
     let guard = holder

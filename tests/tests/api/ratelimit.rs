@@ -89,8 +89,12 @@ async fn admitted_takes_stay_within_the_bound_at_1_16_and_64_clients() {
         let n = admitted.len() as f64;
         assert!(n <= 50.0 * span * 1.01 + 10.0, "{n} admitted in {span:.2}s");
         // And the limit is not starved: most of what it allows is taken.
+        // One client takes a token every 20 ms plus the round trip of the
+        // refused take before it (come back after `retry_after`), which a
+        // debug cluster on a loaded machine can make 15 ms or more.
+        let floor = if clients == 1 { 0.4 } else { 0.6 };
         assert!(
-            n >= 50.0 * run.as_secs_f64() * 0.6,
+            n >= 50.0 * run.as_secs_f64() * floor,
             "{clients} clients got only {n} tokens in {run:?} at 50/s"
         );
         let client = cluster.client().await;
@@ -229,8 +233,10 @@ async fn bad_parameters_and_unknown_limits_get_precise_errors_and_change_nothing
         .rate_limit("rl/fast")
         .rate(10, Duration::from_secs(1))
         .burst(1);
-    assert!(fast.try_take(1).await.unwrap().admitted);
+    // Timed from before the first take: the next token is due 100 ms
+    // after it was proposed, however late its answer came back.
     let started = Instant::now();
+    assert!(fast.try_take(1).await.unwrap().admitted);
     assert!(fast.take(1, Duration::from_secs(2)).await.unwrap().admitted);
     assert!(
         started.elapsed() >= Duration::from_millis(50),

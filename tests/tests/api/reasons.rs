@@ -112,9 +112,9 @@ async fn every_refusal_a_client_can_cause_names_its_reason() {
     };
     // One after the other, so the queue's order is known.
     let w2 = wait(s2);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    raw::wait_for_waiters(&leader, "r/b", 1).await;
     let w3 = wait(s3);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    raw::wait_for_waiters(&leader, "r/b", 2).await;
     expect(
         raw::acquire(&leader, s2, "r/b", Some(20_000)).await,
         Reason::AlreadyWaiting,

@@ -23,9 +23,10 @@ async fn next(
 async fn watch_names_grants_handoffs_releases_expiries_and_force_releases() {
     let cluster = Cluster::start(3).await;
     let client = cluster.client().await;
-    let mut events = client.watch("w/");
-    // Let the watch open before anything happens.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // From a log point read first: the events after it, however long
+    // the watch takes to open.
+    let from = client.status().await.unwrap().applied_index;
+    let mut events = client.watch_after("w/", from);
     let leader_addr = client.status().await.unwrap().leader_addr;
 
     // A holder that goes silent, and a waiter queued behind it.
@@ -97,8 +98,10 @@ async fn a_watch_resumes_through_a_leader_kill_without_gaps_or_repeats() {
     let mut cluster = Cluster::start(3).await;
     let leader = cluster.wait_for_leader(Duration::from_secs(10)).await;
     let client = cluster.client().await;
-    let mut events = client.watch("kill/");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // From a log point read first: the events after it, however long
+    // the watch takes to open.
+    let from = client.status().await.unwrap().applied_index;
+    let mut events = client.watch_after("kill/", from);
 
     let writer = {
         let client = client.clone();
@@ -294,8 +297,10 @@ async fn a_watch_resumed_on_another_node_gets_exactly_what_came_after() {
     let first = raftlock_client::Client::connect(&addr(followers[0]))
         .await
         .unwrap();
-    let mut events = first.watch("res/");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // From a log point read first: the events after it, however long
+    // the watch takes to open.
+    let from = first.status().await.unwrap().applied_index;
+    let mut events = first.watch_after("res/", from);
     let client = cluster.client().await;
     let session = client.session(Duration::from_secs(30)).await.unwrap();
     let mut guards = Vec::new();

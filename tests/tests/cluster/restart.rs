@@ -16,9 +16,11 @@ async fn full_restart_keeps_holders_waiters_and_token_order() {
         let g = raw::acquire(&leader_addr, s1, name, None).await.unwrap();
         tokens.push(g.grant.unwrap().token);
     }
-    // A queued waiter: the call gives up quickly, the wait stays queued.
-    let queued = raw::acquire(&leader_addr, s2, "r/1", Some(600_000));
-    let _ = tokio::time::timeout(Duration::from_millis(500), queued).await;
+    // A queued waiter: the call gives up once it is queued, the wait stays.
+    let at = leader_addr.clone();
+    let queued = tokio::spawn(async move { raw::acquire(&at, s2, "r/1", Some(600_000)).await });
+    raw::wait_for_waiters(&leader_addr, "r/1", 1).await;
+    queued.abort();
     let before = client.describe("r/1").await.unwrap();
     assert_eq!(before.waiters.len(), 1);
     let max_before = client.status().await.unwrap().applied_index;
@@ -65,8 +67,10 @@ async fn a_leader_back_from_a_full_restart_reads_everything_it_answered_before()
     let s1 = raw::silent_session(&leader_addr, 60_000).await;
     let s2 = raw::silent_session(&leader_addr, 60_000).await;
     raw::acquire(&leader_addr, s1, "w/1", None).await.unwrap();
-    let queued = raw::acquire(&leader_addr, s2, "w/1", Some(600_000));
-    let _ = tokio::time::timeout(Duration::from_millis(500), queued).await;
+    let at = leader_addr.clone();
+    let queued = tokio::spawn(async move { raw::acquire(&at, s2, "w/1", Some(600_000)).await });
+    raw::wait_for_waiters(&leader_addr, "w/1", 1).await;
+    queued.abort();
     let before = raw::describe(&leader_addr, "w/1").await.unwrap();
     assert_eq!(before.waiters.len(), 1);
 
@@ -220,8 +224,10 @@ async fn kill_every_node_under_load(args: &[&str]) {
 async fn paused_leader_does_not_expire_sessions_when_it_wakes() {
     let mut cluster = Cluster::start(3).await;
     let client = cluster.client().await;
-    // The TTL outlasts a failover (about 2 s here), not the pause.
-    let session = client.session(Duration::from_secs(4)).await.unwrap();
+    // The TTL outlasts a failover (about 2 s here) with a renewal stalled
+    // on the frozen leader before and maybe after it (2 s each), not the
+    // pause.
+    let session = client.session(Duration::from_secs(10)).await.unwrap();
     let guard = session.lock("held").try_acquire().await.unwrap().unwrap();
     let old = cluster.leader().await.unwrap();
 
@@ -230,7 +236,7 @@ async fn paused_leader_does_not_expire_sessions_when_it_wakes() {
         .wait_for_new_leader(old, Duration::from_secs(10))
         .await;
     // Paused well past the TTL, while the session renews through the new leader.
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    tokio::time::sleep(Duration::from_secs(12)).await;
     cluster.resume(old);
     tokio::time::sleep(Duration::from_secs(3)).await;
 

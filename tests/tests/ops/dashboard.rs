@@ -3,7 +3,7 @@
 //! node exports: a renamed metric breaks this test, not a dashboard nobody
 //! looks at until an incident.
 
-use raftlock_tests::{http_call, http_get, Cluster};
+use raftlock_tests::{http_call, http_get, raw, Cluster};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -88,7 +88,9 @@ async fn every_metric_the_dashboard_and_alerts_query_is_exported() {
             .unwrap();
         g.release().await.unwrap();
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Queued for real, so the queue's metrics exist.
+    let leader_addr = cluster.node(leader).client_addr.clone();
+    raw::wait_for_waiters(&leader_addr, "dash/x", 1).await;
     held.release().await.unwrap();
     waiter.await.unwrap();
     let status = http_call(

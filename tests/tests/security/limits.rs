@@ -269,9 +269,14 @@ async fn per_connection_limits_refuse_the_flooder_only() {
     // Eight waiting acquires on ONE connection: four are admitted (and wait),
     // the rest are refused at once.
     let flooder = access.channel(&leader).await.unwrap();
-    let mut waiting = Vec::new();
+    // Sessions first: all eight calls must arrive within the first one's
+    // 3 s wait, which eight session commits on the way could outlast.
+    let mut sessions = Vec::new();
     for _ in 0..8 {
-        let s = client.session(Duration::from_secs(10)).await.unwrap();
+        sessions.push(client.session(Duration::from_secs(10)).await.unwrap());
+    }
+    let mut waiting = Vec::new();
+    for s in sessions {
         let ch = flooder.clone();
         waiting.push(tokio::spawn(async move {
             let r = LockClient::new(ch)
