@@ -17,11 +17,27 @@ async fn a_survivor_of_a_lost_quorum_becomes_the_cluster_and_grows_back() {
     let before_a = raw::acquire(&addr, session, "rec/a", None).await.unwrap();
     let before_b = raw::acquire(&addr, session, "rec/b", None).await.unwrap();
     let (token_a, token_b) = (before_a.grant.unwrap().token, before_b.grant.unwrap().token);
-    // Every node has applied them before the loss.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The survivor has applied them before the loss (a token's high bits
+    // are its entry's log index).
+    let survivor = leader % 3 + 1;
+    let observer = cluster.client().await;
+    let survivor_addr = cluster.node(survivor).client_addr.clone();
+    let give_up = std::time::Instant::now() + Duration::from_secs(10);
+    while observer
+        .node_status(&survivor_addr)
+        .await
+        .map_or(0, |s| s.applied_index)
+        < token_b >> 16
+    {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the survivor never applied the grants"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(observer);
 
     // Two nodes lost for good, then the survivor stopped for the tool.
-    let survivor = leader % 3 + 1;
     for id in (1..=3).filter(|id| *id != survivor) {
         cluster.kill(id);
         cluster.wipe(id);
