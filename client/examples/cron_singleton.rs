@@ -8,8 +8,10 @@
 //!
 //! Each of three simulated instances tries the lock once (no waiting: a
 //! cron run that is already being done elsewhere is skipped, not queued).
-//! The lock is held for the whole job, so an instance that starts late
-//! cannot run it a second time while the first is still at it.
+//! The winner holds the lock until the run's window closes, not just while
+//! the job runs: instances fire at the same minute but not the same
+//! instant, and one whose clock or scheduler is late must find the lock
+//! taken rather than free again and run the job a second time.
 
 use raftlock_client::Client;
 use std::time::Duration;
@@ -19,6 +21,9 @@ async fn main() -> Result<(), raftlock_client::Error> {
     let endpoints = std::env::var("RAFTLOCK_ENDPOINTS").unwrap_or_else(|_| "127.0.0.1:7000".into());
     let client = Client::connect(endpoints.split(',')).await?;
     let run = format!("cron/nightly-report/{}", std::process::id());
+    // How late an instance may fire and still count as this run; a real
+    // job would use most of its period here.
+    let window_closes = tokio::time::Instant::now() + Duration::from_secs(2);
 
     let instances = (1..=3).map(|instance| {
         let client = client.clone();
@@ -40,6 +45,7 @@ async fn main() -> Result<(), raftlock_client::Error> {
                         }
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
+                    tokio::time::sleep_until(window_closes).await;
                     guard.release().await?;
                     true
                 }

@@ -19,7 +19,10 @@ async def main() -> None:
     async with raftlock.Client(os.environ["RAFTLOCK_ENDPOINTS"]) as client:
         async with await client.session(ttl=15) as session:
 
-            @raftlock.run_once(session, "cron/nightly-report")
+            # Held for 2 s from the start even if the report is quicker, so
+            # an instance whose scheduler fires late skips this run; a real
+            # nightly job would hold for most of its period (hours).
+            @raftlock.run_once(session, "cron/nightly-report", hold_at_least=2)
             async def nightly_report(token: int) -> str:
                 # Runs here only if no other instance holds the lock; if this
                 # session is lost meanwhile the task is cancelled, not left

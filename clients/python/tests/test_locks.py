@@ -201,6 +201,43 @@ async def test_the_cron_singleton_runs_on_one_instance_only(cluster: Cluster) ->
         assert len(ran) == 1
 
 
+async def test_a_cron_run_held_for_its_window_is_skipped_by_a_late_instance(
+    cluster: Cluster,
+) -> None:
+    async with raftlock.Client(cluster.endpoints) as client:
+        early = await client.session(ttl=10)
+        late = await client.session(ttl=10)
+
+        async def job(token: int) -> int:
+            return token
+
+        started = asyncio.get_running_loop().time()
+        first = await raftlock.run_once(early, "cron/window", hold_at_least=1.5)(job)()
+        assert first.ran
+        held_for = asyncio.get_running_loop().time() - started
+        assert held_for >= 1.5, f"released after {held_for:.2f}s"
+        # Without the window a late instance would run the job again now.
+        d = await client.describe("cron/window")
+        assert d.holders == [], "released once the window closed"
+
+        # While the window is open, a late instance skips the run.
+        holding = asyncio.ensure_future(
+            raftlock.run_once(early, "cron/window2", hold_at_least=1.5)(job)()
+        )
+        for _ in range(250):
+            if (await client.describe("cron/window2")).holders:
+                break
+            await asyncio.sleep(0.02)
+        skipped = await raftlock.run_once(late, "cron/window2")(job)()
+        assert not skipped.ran
+        assert (await holding).ran
+        again = await raftlock.run_once(late, "cron/window2")(job)()
+        assert again.ran, "the next run, after the window, is taken"
+
+        with pytest.raises(ValueError):
+            raftlock.run_once(early, "cron/bad", hold_at_least=-1)
+
+
 async def _queued(client: raftlock.Client, name: str, n: int) -> raftlock.Description:
     for _ in range(250):
         d = await client.describe(name)
