@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import grpc
 import pytest
@@ -224,10 +224,7 @@ async def test_a_cron_run_held_for_its_window_is_skipped_by_a_late_instance(
         holding = asyncio.ensure_future(
             raftlock.run_once(early, "cron/window2", hold_at_least=1.5)(job)()
         )
-        for _ in range(250):
-            if (await client.describe("cron/window2")).holders:
-                break
-            await asyncio.sleep(0.02)
+        await _described(client, "cron/window2", lambda d: bool(d.holders), "held")
         skipped = await raftlock.run_once(late, "cron/window2")(job)()
         assert not skipped.ran
         assert (await holding).ran
@@ -238,13 +235,22 @@ async def test_a_cron_run_held_for_its_window_is_skipped_by_a_late_instance(
             raftlock.run_once(early, "cron/bad", hold_at_least=-1)
 
 
-async def _queued(client: raftlock.Client, name: str, n: int) -> raftlock.Description:
+async def _described(
+    client: raftlock.Client,
+    name: str,
+    ready: Callable[[raftlock.Description], bool],
+    what: str,
+) -> raftlock.Description:
     for _ in range(250):
         d = await client.describe(name)
-        if len(d.waiters) == n:
+        if ready(d):
             return d
         await asyncio.sleep(0.02)
-    raise AssertionError(f"{n} waiter(s) never queued for {name!r}")
+    raise AssertionError(f"{name!r} never {what}")
+
+
+async def _queued(client: raftlock.Client, name: str, n: int) -> raftlock.Description:
+    return await _described(client, name, lambda d: len(d.waiters) == n, f"had {n} waiter(s)")
 
 
 async def test_a_semaphore_hold_takes_several_permits_and_a_resize_lets_waiters_in(
