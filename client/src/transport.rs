@@ -410,9 +410,9 @@ impl Cluster {
             .and_then(|v| v.to_str().ok())
             .map(normalize)
             .filter(|h| h != addr);
-        let mut leader = self.leader.lock().unwrap_or_else(|p| p.into_inner());
         match hint {
             Some(h) => {
+                let mut leader = self.leader.lock().unwrap_or_else(|p| p.into_inner());
                 let mut endpoints = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
                 if !endpoints.contains(&h) {
                     endpoints.push(h.clone());
@@ -421,9 +421,7 @@ impl Cluster {
                 true
             }
             None => {
-                if leader.as_deref() == Some(addr) {
-                    *leader = None;
-                }
+                self.forget_leader(addr);
                 false
             }
         }
@@ -534,6 +532,14 @@ mod tests {
         c.forget_leader("n2:2");
         assert_eq!(c.target(), "n1:1");
         assert_eq!(c.target(), "n2:2");
+    }
+
+    #[test]
+    fn a_refusal_without_a_leader_hint_also_moves_past_the_node() {
+        let c = cluster();
+        c.remember_leader("n2:2");
+        assert!(!c.learn("n2:2", &tonic::Status::unavailable("no leader yet")));
+        assert_eq!(c.target(), "n3:3");
     }
 
     #[test]
