@@ -120,6 +120,13 @@ pub const ROUTES: &[Route] = &[
         "ResizeResponse",
         "Set a semaphore's number of permits, held or not (0 forgets it); growing grants waiters at once.",
     ),
+    call(
+        "/v1/lock/cancel-wait",
+        "raftlock.v1.Lock/CancelWait",
+        "CancelWaitRequest",
+        "CancelWaitResponse",
+        "Give up a waiting acquire or campaign; a grant that won the race is released. A waiting acquire whose HTTP connection closes is cancelled the same way.",
+    ),
     Route {
         streams: true,
         ..call(

@@ -31,6 +31,12 @@ pub const FINISHED_REQUESTS_PER_SESSION: usize = 256;
 /// Most sequenced requests of one session whose answers the client has not
 /// acknowledged yet (requests in flight at once, in practice).
 pub const MAX_UNACKED_REQUESTS_PER_SESSION: usize = 4_096;
+/// Most sequence numbers one request may list as still in flight
+/// (`in_flight`); a client with more lists its lowest ones.
+pub const MAX_IN_FLIGHT_LISTED: usize = 1_024;
+/// Most separate runs of acknowledged sequence numbers above a session's
+/// `acked_below` (each run is cut off by a call still in flight).
+pub const MAX_ACK_RANGES_PER_SESSION: usize = 4_096;
 /// Default and largest page of a List call.
 pub const DEFAULT_LIST_LIMIT: u32 = 100;
 /// Largest page of a List call.

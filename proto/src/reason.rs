@@ -102,11 +102,16 @@ pub enum Reason {
     /// A rate limit of this name exists with other parameters.
     /// FAILED_PRECONDITION.
     LimitConflict,
+    /// The leader's data dir is below its free-space reserve: calls that
+    /// grow the state (new sessions, acquires, campaigns, takes) are
+    /// refused until space returns; releases, closes and keep-alives go
+    /// on. RESOURCE_EXHAUSTED (HTTP 507).
+    NoSpace,
 }
 
 impl Reason {
     /// Every reason.
-    pub const ALL: [Reason; 30] = [
+    pub const ALL: [Reason; 31] = [
         Reason::NotLeader,
         Reason::NoQuorum,
         Reason::Stopping,
@@ -137,6 +142,7 @@ impl Reason {
         Reason::Internal,
         Reason::LimitNotFound,
         Reason::LimitConflict,
+        Reason::NoSpace,
     ];
 
     /// The wire form.
@@ -172,6 +178,7 @@ impl Reason {
             Reason::Internal => "INTERNAL",
             Reason::LimitNotFound => "LIMIT_NOT_FOUND",
             Reason::LimitConflict => "LIMIT_CONFLICT",
+            Reason::NoSpace => "NO_SPACE",
         }
     }
 
@@ -205,7 +212,8 @@ impl Reason {
             Reason::TooManyWaiters
             | Reason::TooManyLocks
             | Reason::TooManyUnacknowledged
-            | Reason::LimitExceeded => Code::ResourceExhausted,
+            | Reason::LimitExceeded
+            | Reason::NoSpace => Code::ResourceExhausted,
             Reason::Unauthenticated => Code::Unauthenticated,
             Reason::PermissionDenied => Code::PermissionDenied,
             Reason::WatchCompacted => Code::OutOfRange,

@@ -116,16 +116,18 @@ pub fn decode(bytes: &[u8]) -> Result<(BackupHeader, LeaseMachine), BackupError>
 /// whatever it has; what only the lost nodes had is gone either way. The
 /// data dir is read, not changed (the node must not be running).
 pub async fn export_everything(data: &DataDir) -> Result<(LeaseMachine, u64), BackupError> {
-    use openraft::storage::RaftLogReader;
-    let (mut log, mut sm) = crate::open_storage(data)?;
+    let (image, _) =
+        crate::wal::read_only(&data.wal_dir()).map_err(|e| BackupError::Storage(e.to_string()))?;
+    let mut sm = crate::state_machine::StateMachineStore::open(data.snapshot_file())?;
     let (applied, _) = sm.applied_state().await?;
-    let last = log.get_log_state().await?.last_log_id;
     let from = applied.map_or(0, |l| l.index + 1);
-    if let Some(last) = last {
-        if last.index >= from {
-            let entries = log.try_get_log_entries(from..=last.index).await?;
-            sm.apply(entries).await?;
-        }
+    let entries: Vec<_> = image
+        .entries
+        .range(from..)
+        .map(|(_, e)| e.clone())
+        .collect();
+    if !entries.is_empty() {
+        sm.apply(entries).await?;
     }
     let shared = sm.shared();
     let state = shared.read();

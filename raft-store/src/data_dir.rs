@@ -4,6 +4,7 @@
 //! <data-dir>/raftlock.json   identity: format version, node id, cluster id
 //! <data-dir>/wal/            the write-ahead log: Raft log, vote, committed index
 //! <data-dir>/snapshot        the latest state-machine snapshot
+//! <data-dir>/LOCK            held (flock) by the one process using it; its PID
 //! ```
 //!
 //! Format 1 (releases before the write-ahead log) kept the Raft log in a
@@ -12,6 +13,13 @@
 //! into a new WAL under `wal.migrating/`, synced, renamed to `wal/`, and
 //! `raft/` is moved aside to `raft.sled-migrated/` (delete it once the node
 //! runs well). A crash at any point leaves either the old or the new log.
+//!
+//! Opening takes an exclusive lock on `LOCK` for as long as the
+//! [`DataDir`] lives, so a second process (a node started twice, or an
+//! offline tool run beside a live node) is refused before it reads or
+//! writes anything, with the PID of the holder. A directory with an
+//! identity but no log refuses to open: an empty log would come back with
+//! no vote and no entries, and could vote twice in a term.
 //!
 //! Opening checks the identity before touching anything else, so a node
 //! pointed at another node's or another cluster's directory, or at one
@@ -31,6 +39,7 @@ const MIGRATING_DIR: &str = "wal.migrating";
 const SLED_DIR: &str = "raft";
 const SLED_MIGRATED_DIR: &str = "raft.sled-migrated";
 const IDENTITY_FILE: &str = "raftlock.json";
+const LOCK_FILE: &str = "LOCK";
 
 /// Why a data directory cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +95,17 @@ pub enum DataDirError {
         /// Cluster id from the flags.
         expected: String,
     },
+    /// Another process holds the directory.
+    #[error("data dir {path} is in use by another process{}: a data dir belongs to one raftlockd (or offline tool) at a time; stop it first", .pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    InUse {
+        /// The path.
+        path: PathBuf,
+        /// The holder's PID, as it wrote it.
+        pid: Option<u32>,
+    },
+    /// The identity is there but the log is not.
+    #[error("data dir {0} has an identity (raftlock.json) but no write-ahead log (wal/): its log, vote and committed index are gone, and starting on an empty log could vote twice in a term. Refusing to start: rebuild this node from the other members (docs/operations.md, \"When a disk fails\"), or restore the directory from a backup")]
+    MissingLog(PathBuf),
     /// The sled log of an earlier release could not be read to migrate it.
     #[error("data dir {path}: the sled Raft log of an earlier release cannot be read for migration ({source}); it may be damaged")]
     Database {
@@ -117,6 +137,12 @@ pub struct Identity {
     /// The cluster it belongs to; `None` for a node that has not yet been
     /// added to one.
     pub cluster_id: Option<String>,
+    /// Set up to rejoin its cluster (by `raftlockd repair`): the node must
+    /// never bootstrap from `--initial-cluster`, only wait to be added. An
+    /// empty log that bootstrapped would count itself a voter with no vote
+    /// and no entries.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub joining: bool,
 }
 
 /// An opened, checked data directory.
@@ -126,6 +152,39 @@ pub struct DataDir {
     identity: Identity,
     fresh: bool,
     migrated: Option<Migration>,
+    /// The exclusive lock, released when this is dropped.
+    _lock: fs::File,
+}
+
+/// Takes the exclusive lock of the data dir at `path` and writes this
+/// process's PID into it.
+fn lock(path: &Path) -> Result<fs::File, DataDirError> {
+    use std::os::fd::AsRawFd;
+    let lock_path = path.join(LOCK_FILE);
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .map_err(io(path))?;
+    // SAFETY: a valid open descriptor; flock reads nothing else.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            let pid = fs::read_to_string(&lock_path)
+                .ok()
+                .and_then(|s| s.trim().parse().ok());
+            return Err(DataDirError::InUse {
+                path: path.to_owned(),
+                pid,
+            });
+        }
+        return Err(io(path)(e));
+    }
+    file.set_len(0).map_err(io(path))?;
+    writeln!(file, "{}", std::process::id()).map_err(io(path))?;
+    Ok(file)
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> DataDirError + '_ {
@@ -141,6 +200,14 @@ impl DataDir {
     pub fn open(path: &Path, node_id: u64, cluster_id: Option<&str>) -> Result<Self, DataDirError> {
         fs::create_dir_all(path).map_err(io(path))?;
         let identity_path = path.join(IDENTITY_FILE);
+        if !identity_path.exists() {
+            for e in fs::read_dir(path).map_err(io(path))? {
+                if e.map_err(io(path))?.file_name() != LOCK_FILE {
+                    return Err(DataDirError::NotADataDir(path.to_owned()));
+                }
+            }
+        }
+        let lock = lock(path)?;
         let (identity, fresh) = if identity_path.exists() {
             let identity = read_identity(&identity_path)?;
             if identity.format_version > FORMAT_VERSION {
@@ -166,15 +233,22 @@ impl DataDir {
                     });
                 }
             }
+            if !path.join(WAL_DIR).exists() && !path.join(SLED_DIR).exists() {
+                return Err(DataDirError::MissingLog(path.to_owned()));
+            }
             (identity, false)
         } else {
-            if fs::read_dir(path).map_err(io(path))?.next().is_some() {
-                return Err(DataDirError::NotADataDir(path.to_owned()));
-            }
+            // The log's directory before the identity: a crash between the
+            // two must not leave an identity without a log.
+            fs::create_dir_all(path.join(WAL_DIR)).map_err(io(path))?;
+            fs::File::open(path)
+                .and_then(|d| d.sync_all())
+                .map_err(io(path))?;
             let identity = Identity {
                 format_version: FORMAT_VERSION,
                 node_id,
                 cluster_id: cluster_id.map(str::to_owned),
+                joining: false,
             };
             write_durably(
                 &identity_path,
@@ -188,6 +262,7 @@ impl DataDir {
             identity,
             fresh,
             migrated: None,
+            _lock: lock,
         };
         dir.migrate_sled()?;
         if dir.identity.format_version < FORMAT_VERSION {
@@ -195,6 +270,82 @@ impl DataDir {
             dir.write_identity()?;
         }
         Ok(dir)
+    }
+
+    /// Opens the existing data dir at `path` for an offline tool, whatever
+    /// node it belongs to: it takes the lock (so the node must be stopped)
+    /// and creates, migrates and writes nothing.
+    pub fn open_existing(path: &Path) -> Result<Self, DataDirError> {
+        let dir = Self::open_damaged(path)?;
+        if !path.join(WAL_DIR).exists() {
+            return Err(DataDirError::MissingLog(path.to_owned()));
+        }
+        Ok(dir)
+    }
+
+    /// [`DataDir::open_existing`], with or without a log: for repair,
+    /// which replaces whatever the directory holds.
+    pub fn open_damaged(path: &Path) -> Result<Self, DataDirError> {
+        let identity_path = path.join(IDENTITY_FILE);
+        if !identity_path.exists() {
+            return Err(DataDirError::NotADataDir(path.to_owned()));
+        }
+        let identity = read_identity(&identity_path)?;
+        if identity.format_version != FORMAT_VERSION {
+            return Err(DataDirError::Corrupt {
+                path: path.to_owned(),
+                reason: format!(
+                    "format version {} (this build reads {FORMAT_VERSION} offline; start the node once to migrate it)",
+                    identity.format_version
+                ),
+            });
+        }
+        let lock = lock(path)?;
+        Ok(DataDir {
+            path: path.to_owned(),
+            identity,
+            fresh: false,
+            migrated: None,
+            _lock: lock,
+        })
+    }
+
+    /// Moves this data dir aside to `aside` (kept for a post-mortem) and
+    /// creates in its place an empty one of the same node and cluster,
+    /// marked [`Identity::joining`]: the node then starts with no log and
+    /// waits to be added back as a learner.
+    pub fn replace_with_joining(self, aside: &Path) -> Result<DataDir, DataDirError> {
+        let path = self.path.clone();
+        let identity = Identity {
+            format_version: FORMAT_VERSION,
+            node_id: self.identity.node_id,
+            cluster_id: self.identity.cluster_id.clone(),
+            joining: true,
+        };
+        fs::rename(&path, aside).map_err(io(&path))?;
+        // The lock moved with the old directory; the new one takes its own
+        // before anything is written in it.
+        fs::create_dir_all(&path).map_err(io(&path))?;
+        let lock = lock(&path)?;
+        fs::create_dir_all(path.join(WAL_DIR)).map_err(io(&path))?;
+        let parent = path.parent().unwrap_or(Path::new("."));
+        fs::File::open(&path)
+            .and_then(|d| d.sync_all())
+            .and_then(|_| fs::File::open(parent)?.sync_all())
+            .map_err(io(&path))?;
+        write_durably(
+            &path.join(IDENTITY_FILE),
+            &serde_json::to_vec_pretty(&identity).unwrap_or_default(),
+        )
+        .map_err(io(&path))?;
+        drop(self);
+        Ok(DataDir {
+            path,
+            identity,
+            fresh: false,
+            migrated: None,
+            _lock: lock,
+        })
     }
 
     /// Moves a sled log of an earlier release into the write-ahead log.

@@ -39,22 +39,43 @@ pub use types::{
 pub fn open_storage(
     data: &data_dir::DataDir,
 ) -> Result<(wal::Wal, state_machine::StateMachineStore), types::StorageError> {
-    open_storage_with(data, false)
+    open_storage_with(data, Faults::default(), wal::SEGMENT_BYTES)
 }
 
-/// [`open_storage`], with the log's writes kept in memory until synced when
-/// `lose_unsynced` (fault injection: a kill then loses what a power loss
-/// would; see [`wal::disk::LoseUnsyncedDir`]).
+/// Faults a node can be started with to test what it survives; the
+/// default is none. Never for production.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Faults {
+    /// Keep the log's writes in memory until synced: a kill then loses
+    /// what a power loss would (see [`wal::disk::LoseUnsyncedDir`]).
+    pub lose_unsynced: bool,
+    /// Add this to every `fdatasync` (see [`wal::disk::SlowSyncDir`]).
+    pub sync_delay: Option<std::time::Duration>,
+}
+
+/// [`open_storage`], with log segments of `segment_bytes` and `faults`.
 pub fn open_storage_with(
     data: &data_dir::DataDir,
-    lose_unsynced: bool,
+    faults: Faults,
+    segment_bytes: u64,
 ) -> Result<(wal::Wal, state_machine::StateMachineStore), types::StorageError> {
-    let log = if lose_unsynced {
-        let dir = wal::disk::LoseUnsyncedDir::new(data.wal_dir())
-            .map_err(|e| openraft::StorageIOError::read_logs(&e))?;
-        wal::Wal::open_in(dir, wal::SEGMENT_BYTES)?.0
+    fn open<D: wal::disk::WalDir>(
+        dir: D,
+        delay: Option<std::time::Duration>,
+        segment_bytes: u64,
+    ) -> Result<wal::Wal, types::StorageError> {
+        Ok(match delay {
+            Some(d) => wal::Wal::open_in(wal::disk::SlowSyncDir::new(dir, d), segment_bytes)?.0,
+            None => wal::Wal::open_in(dir, segment_bytes)?.0,
+        })
+    }
+    let io = |e: std::io::Error| openraft::StorageIOError::read_logs(&e);
+    let log = if faults.lose_unsynced {
+        let dir = wal::disk::LoseUnsyncedDir::new(data.wal_dir()).map_err(io)?;
+        open(dir, faults.sync_delay, segment_bytes)?
     } else {
-        wal::Wal::open(&data.wal_dir())?
+        let dir = wal::disk::FsDir::new(data.wal_dir()).map_err(io)?;
+        open(dir, faults.sync_delay, segment_bytes)?
     };
     let sm = state_machine::StateMachineStore::open(data.snapshot_file())?;
     Ok((log, sm))

@@ -24,16 +24,21 @@ pub enum Bug {
     OnePermitEach,
     /// A rate limit lets twice its burst through at once.
     RateDoubleBurst,
+    /// Recovery reads damage to durable log bytes as the torn tail of a
+    /// crash: it keeps what came before and serves (the behaviour of
+    /// logs that cannot tell the two apart).
+    DamageAsTorn,
 }
 
 impl Bug {
-    const ALL: [(Bug, &'static str); 6] = [
+    const ALL: [(Bug, &'static str); 7] = [
         (Bug::DoubleGrant, "double-grant"),
         (Bug::TokenReuse, "token-reuse"),
         (Bug::UnconfirmedExpiry, "unconfirmed-expiry"),
         (Bug::LateKeepAlive, "late-keepalive"),
         (Bug::OnePermitEach, "one-permit-each"),
         (Bug::RateDoubleBurst, "rate-double-burst"),
+        (Bug::DamageAsTorn, "damage-as-torn"),
     ];
 
     /// Reads a bug's name.

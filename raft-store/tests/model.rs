@@ -64,6 +64,9 @@ enum Op {
         /// Whether the answer reaches the client, which then acknowledges
         /// it in its next requests.
         delivered: bool,
+        /// Whether the client also lists its calls in flight
+        /// (`SequencedAcks`), acknowledging answers one by one.
+        acks: bool,
     },
     CreateOnce {
         owner: usize,
@@ -81,7 +84,9 @@ enum Op {
         right_token: bool,
     },
     /// The leader ends a lock's lock-delay.
-    EndDelay(usize),
+    /// End lock `usize`'s delay: 0 the old unnamed way, 1 by the current
+    /// delay's start, 2 by an earlier start (a late end).
+    EndDelay(usize, u8),
 }
 
 fn terms() -> impl Strategy<Value = Terms> {
@@ -143,13 +148,13 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), 0..LOCKS.len()).prop_map(|(s, lock)| Op::Proclaim { s, lock }),
         1 => (0..LOCKS.len()).prop_map(Op::ForceRelease),
         7 => (any::<usize>(), 0..LOCKS.len(), any::<bool>(), prop::option::weighted(0.2, 1u32..4),
-              prop::bool::weighted(0.6), packet(), prop::bool::weighted(0.6))
-            .prop_map(|(s, lock, shared, permits, wait, packet, delivered)| Op::Seq { s, lock, shared, permits, wait, packet, delivered }),
+              prop::bool::weighted(0.6), packet(), prop::bool::weighted(0.6), any::<bool>())
+            .prop_map(|(s, lock, shared, permits, wait, packet, delivered, acks)| Op::Seq { s, lock, shared, permits, wait, packet, delivered, acks }),
         2 => (0..OWNERS.len(), 0..KEYS.len()).prop_map(|(owner, key)| Op::CreateOnce { owner, key }),
         1 => (0..LOCKS.len(), 0u32..5).prop_map(|(lock, permits)| Op::Resize { lock, permits }),
         2 => (any::<usize>(), 0..LOCKS.len(), prop::bool::weighted(0.8))
             .prop_map(|(s, lock, right_token)| Op::EndHold { s, lock, right_token }),
-        2 => (0..LOCKS.len()).prop_map(Op::EndDelay),
+        2 => (0..LOCKS.len(), 0u8..3).prop_map(|(lock, how)| Op::EndDelay(lock, how)),
     ]
 }
 
@@ -193,6 +198,8 @@ struct Kept {
 struct MOnce {
     /// The highest `acked_below` seen.
     acked: u64,
+    /// Numbers above `acked` acknowledged one by one (`in_flight`).
+    acked_one_by_one: BTreeSet<u64>,
     /// First answers of sequence numbers not yet acknowledged.
     kept: BTreeMap<u64, Kept>,
 }
@@ -231,6 +238,9 @@ struct Model {
     clients: BTreeMap<u64, Client>,
     /// Locks in lock-delay, with its length.
     delayed: BTreeMap<String, u64>,
+    /// The index that started each delay (the latest of those that ran
+    /// into each other).
+    delay_started: BTreeMap<String, u64>,
     /// Sizes set by Resize.
     sizes: BTreeMap<String, u32>,
 }
@@ -286,7 +296,17 @@ impl Model {
     /// the request; a duplicate gets that answer (for a grant or a wait,
     /// where it stands now or how it ended) and runs nothing; numbers below
     /// the highest `acked_below` seen are refused, their answers forgotten.
-    fn sequenced(&mut self, seq: u64, acked_below: u64, r: Request, index: u64) -> Answer {
+    ///
+    /// With `in_flight`, every number from the acknowledged mark up to the
+    /// highest listed that is neither listed nor `seq` is acknowledged too.
+    fn sequenced(
+        &mut self,
+        seq: u64,
+        acked_below: u64,
+        in_flight: Option<&[u64]>,
+        r: Request,
+        index: u64,
+    ) -> Answer {
         if seq == 0 {
             return Answer::Err("invalid-argument");
         }
@@ -297,7 +317,24 @@ impl Model {
         once.acked = once.acked.max(acked_below);
         let acked = once.acked;
         once.kept.retain(|s, _| *s >= acked);
-        if seq < once.acked {
+        once.acked_one_by_one.retain(|s| *s >= acked);
+        while once.acked_one_by_one.remove(&once.acked) {
+            once.acked += 1;
+        }
+        if let Some(highest) = in_flight.and_then(|l| l.iter().max().copied()) {
+            let listed = in_flight.unwrap_or_default();
+            for n in once.acked..highest {
+                if n != seq && !listed.contains(&n) {
+                    once.acked_one_by_one.insert(n);
+                }
+            }
+            let acked_now = once.acked_one_by_one.clone();
+            once.kept.retain(|s, _| !acked_now.contains(s));
+            while once.acked_one_by_one.remove(&once.acked) {
+                once.acked += 1;
+            }
+        }
+        if seq < once.acked || once.acked_one_by_one.contains(&seq) {
             return Answer::Err("request-acknowledged");
         }
         if let Some(kept) = once.kept.get(&seq).cloned() {
@@ -427,6 +464,7 @@ impl Model {
                 wait,
                 packet,
                 delivered,
+                acks,
             } => {
                 let session = self.pick_live(*s);
                 let mode = if *shared {
@@ -461,13 +499,20 @@ impl Model {
                     }
                     Packet::Late(i) if !client.sent.is_empty() => {
                         let n = client.sent.len();
-                        let Command::Sequenced {
-                            seq,
-                            acked_below,
-                            command,
-                        } = client.sent[i % n].clone()
-                        else {
-                            unreachable!("the client sends only sequenced commands")
+                        let late = client.sent[i % n].clone();
+                        let (seq, acked_below, command) = match late {
+                            Command::Sequenced {
+                                seq,
+                                acked_below,
+                                command,
+                            }
+                            | Command::SequencedAcks {
+                                seq,
+                                acked_below,
+                                command,
+                                ..
+                            } => (seq, acked_below, command),
+                            _ => unreachable!("the client sends only sequenced commands"),
                         };
                         (seq, acked_below, *command)
                     }
@@ -496,10 +541,28 @@ impl Model {
                         (seq, client.acked_below(), client.requests[&seq].clone())
                     }
                 };
-                let cmd = Command::Sequenced {
-                    seq,
-                    acked_below,
-                    command: Box::new(inner.clone()),
+                // What the client still waits for, as it would list it now
+                // (a late packet carries the list it was sent with).
+                let listed: Vec<u64> = client.unanswered.iter().copied().collect();
+                let cmd = match packet {
+                    Packet::Late(i) if !client.sent.is_empty() => {
+                        client.sent[i % client.sent.len()].clone()
+                    }
+                    _ if *acks && !listed.is_empty() => Command::SequencedAcks {
+                        seq,
+                        acked_below,
+                        in_flight: listed,
+                        command: Box::new(inner.clone()),
+                    },
+                    _ => Command::Sequenced {
+                        seq,
+                        acked_below,
+                        command: Box::new(inner.clone()),
+                    },
+                };
+                let in_flight = match &cmd {
+                    Command::SequencedAcks { in_flight, .. } => Some(in_flight.clone()),
+                    _ => None,
                 };
                 // A late packet is the network's copy: the client neither
                 // sent it anew nor gets its answer.
@@ -530,7 +593,7 @@ impl Model {
                     permits,
                     wait: wait_ms.is_some(),
                 };
-                let answer = self.sequenced(seq, acked_below, request, index);
+                let answer = self.sequenced(seq, acked_below, in_flight.as_deref(), request, index);
                 (cmd, answer)
             }
             Op::Close(s) => {
@@ -693,7 +756,7 @@ impl Model {
                     let taken = std::mem::take(&mut l.holders);
                     for h in taken {
                         self.finished.insert((h.session, h.req), "request-released");
-                        self.lose(name, &h);
+                        self.lose(name, &h, index);
                     }
                     self.grant_queue(name, index);
                 }
@@ -753,7 +816,7 @@ impl Model {
                     let l = self.locks.get_mut(name).expect("held lock exists");
                     l.holders.retain(|x| x.session != session);
                     self.finished.insert((session, h.req), "request-released");
-                    self.lose(name, &h);
+                    self.lose(name, &h, index);
                     self.grant_queue(name, index);
                 }
                 let cmd = Command::EndHold {
@@ -763,12 +826,33 @@ impl Model {
                 };
                 (cmd, Answer::Ok)
             }
-            Op::EndDelay(lock) => {
+            Op::EndDelay(lock, how) => {
                 let name = LOCKS[*lock];
-                if self.delayed.remove(name).is_some() {
+                let current = self.delay_started.get(name).copied().unwrap_or(0);
+                let (cmd, started) = match how {
+                    0 => (Command::EndLockDelay { name: name.into() }, None),
+                    1 => (
+                        Command::EndLockDelayAt {
+                            name: name.into(),
+                            started: current,
+                        },
+                        Some(current),
+                    ),
+                    _ => {
+                        let stale = current.saturating_sub(1);
+                        let cmd = Command::EndLockDelayAt {
+                            name: name.into(),
+                            started: stale,
+                        };
+                        (cmd, Some(stale))
+                    }
+                };
+                // A named end ends only the delay it names.
+                if started.is_none_or(|s| s == current) && self.delayed.remove(name).is_some() {
+                    self.delay_started.remove(name);
                     self.grant_queue(name, index);
                 }
-                (Command::EndLockDelay { name: name.into() }, Answer::Ok)
+                (cmd, Answer::Ok)
             }
         }
     }
@@ -848,10 +932,11 @@ impl Model {
     }
 
     /// A holder lost `name` without releasing it: its lock-delay starts.
-    fn lose(&mut self, name: &str, h: &Holder) {
+    fn lose(&mut self, name: &str, h: &Holder, index: u64) {
         if h.mode == Mode::Exclusive && h.terms.lock_delay_ms > 0 {
             let d = self.delayed.entry(name.to_owned()).or_default();
             *d = (*d).max(h.terms.lock_delay_ms);
+            self.delay_started.insert(name.to_owned(), index);
         }
     }
 
@@ -880,7 +965,7 @@ impl Model {
             }
             if expired {
                 for (name, h) in lost {
-                    self.lose(&name, &h);
+                    self.lose(&name, &h, index);
                 }
             }
         }
@@ -1145,7 +1230,9 @@ fn sequenced_requests_run_at_most_once(cmds: &[Command]) -> Result<(), TestCaseE
         let outcome = m.apply(cmd, index, index);
         let answer = answer_of(&outcome);
         let mut ran = None;
-        if let Command::Sequenced { seq, command, .. } = cmd {
+        if let Command::Sequenced { seq, command, .. }
+        | Command::SequencedAcks { seq, command, .. } = cmd
+        {
             let Command::Acquire {
                 session,
                 request_id,

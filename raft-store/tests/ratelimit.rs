@@ -165,7 +165,7 @@ fn run(ops: &[Op]) -> Result<Vec<(u64, i128)>, TestCaseError> {
                 if model.leases.is_empty() {
                     continue;
                 }
-                let (id, reserved, _) = model.leases.remove(0);
+                let (id, reserved, until) = model.leases.remove(0);
                 let unused = reserved * frac / 4;
                 let cmd = Command::ReturnTokens {
                     name: "r".into(),
@@ -174,10 +174,14 @@ fn run(ops: &[Op]) -> Result<Vec<(u64, i128)>, TestCaseError> {
                     now_ns: now,
                 };
                 let reply = m.apply(&cmd, index, 0).reply;
-                prop_assert_eq!(reply, Ok(Reply::Returned { credited: unused }));
-                model.give_back(unused, now);
+                // A lease whose grace has passed by the return's clock is
+                // forgotten: nothing to credit.
+                let kept = until + GRACE_NS > now.max(model.clock);
+                let credited = if kept { unused } else { 0 };
+                prop_assert_eq!(reply, Ok(Reply::Returned { credited }));
+                model.give_back(credited, now);
                 model.forget_old_leases();
-                admitted.push((m.rate_clock_ns(), -i128::from(unused)));
+                admitted.push((m.rate_clock_ns(), -i128::from(credited)));
             }
         }
     }
@@ -257,6 +261,13 @@ fn conflicting_or_invalid_parameters_and_unknown_limits_are_refused_and_change_n
         LimitSpec { rate: 0, ..SPEC },
         LimitSpec { per_ms: 0, ..SPEC },
         LimitSpec { burst: 0, ..SPEC },
+        // One a day with a burst of 300,000: 821 years to refill, past
+        // what the arrival time's u64 of ns holds.
+        LimitSpec {
+            rate: 1,
+            per_ms: 86_400_000,
+            burst: 300_000,
+        },
     ] {
         assert_eq!(code(&mut m, take(1, Some(bad))), "invalid-argument");
     }
@@ -271,4 +282,41 @@ fn conflicting_or_invalid_parameters_and_unknown_limits_are_refused_and_change_n
     assert_eq!(code(&mut m, take(1, Some(other))), "limit-conflict");
     assert_eq!(code(&mut m, take(0, None)), "invalid-argument");
     assert_eq!(m, before);
+}
+
+/// A lease's record went only with a later call on its own limit: a limit
+/// used once kept its leases (and a cluster its memory) for good. Any rate
+/// command now forgets every lease past its grace, whatever its limit.
+#[test]
+fn leases_past_their_grace_go_whatever_limit_the_next_call_is_for() {
+    let mut m = LeaseMachine::default();
+    let mut index = 1;
+    let mut apply = |m: &mut LeaseMachine, cmd: Command| {
+        index += 1;
+        m.apply(&cmd, index, 0)
+    };
+    let take = |name: &str, lease_ms: u64, now_ns: u64| Command::Take {
+        name: name.into(),
+        n: 1,
+        spec: Some(SPEC),
+        lease_ms,
+        now_ns,
+    };
+    for name in ["once/a", "once/b"] {
+        let o = apply(&mut m, take(name, 100, 1_000));
+        assert!(
+            matches!(o.reply, Ok(Reply::Taken { lease: Some(_), .. })),
+            "{o}"
+        );
+    }
+    let leases = |m: &LeaseMachine, name: &str| m.rate_limit(name).unwrap().leases.len();
+    // Within the grace: kept, for a return.
+    apply(&mut m, take("busy", 0, 1_000 + 100_000_000 + GRACE_NS - 1));
+    assert_eq!((leases(&m, "once/a"), leases(&m, "once/b")), (1, 1));
+    // Past it: gone, though nothing used either limit again.
+    apply(&mut m, take("busy", 0, 1_000 + 100_000_000 + GRACE_NS));
+    assert_eq!((leases(&m, "once/a"), leases(&m, "once/b")), (0, 0));
+    // And a snapshot of that state reads back the same.
+    let back = LeaseMachine::from_snapshot(&m.to_snapshot()).unwrap();
+    assert_eq!(back, m);
 }

@@ -1,7 +1,7 @@
 //! Why the state machine refused a command. Refusals are deterministic
 //! outcomes of an entry, not failures of a node: every replica refuses alike.
 
-use super::types::{FencingToken, RequestId, SessionId};
+use super::types::{FencingToken, LogIndex, RequestId, SessionId};
 use serde::{Deserialize, Serialize};
 
 /// A command the state machine refused.
@@ -178,6 +178,19 @@ pub enum LeaseError {
         /// The limit.
         max: usize,
     },
+    // New variants go last: errors are kept in snapshots, decoded by
+    // position.
+    /// A token lease returned by another identity than the one that took
+    /// it.
+    #[error("lease {lease} of rate limit {name:?} was taken by {owner:?}; only it may return it")]
+    NotLeaseOwner {
+        /// Limit name.
+        name: String,
+        /// The lease.
+        lease: LogIndex,
+        /// The identity that took it.
+        owner: String,
+    },
 }
 
 impl LeaseError {
@@ -206,6 +219,7 @@ impl LeaseError {
             LeaseError::LimitNotFound { .. } => "limit-not-found",
             LeaseError::LimitConflict { .. } => "limit-conflict",
             LeaseError::TooManyLimits { .. } => "too-many-limits",
+            LeaseError::NotLeaseOwner { .. } => "not-lease-owner",
         }
     }
 }

@@ -254,6 +254,42 @@ pub enum Command {
         /// Limit name.
         name: String,
     },
+    /// [`Command::Sequenced`] from a client that acknowledges answers one
+    /// by one: `in_flight` lists the numbers it still waits for (its lowest
+    /// ones, if it has many), and every number from `acked_below` up to the
+    /// highest listed that is neither listed nor `seq` is answered and will
+    /// not be retried. So one long wait does not keep the answers of every
+    /// later call (`once.rs`). New variants go last: entries are decoded by
+    /// position.
+    SequencedAcks {
+        /// The client's number for this logical request, from 1.
+        seq: u64,
+        /// Every seq below this has been answered.
+        acked_below: u64,
+        /// Numbers at or above `acked_below` still awaiting an answer.
+        in_flight: Vec<u64>,
+        /// The command.
+        command: Box<Command>,
+    },
+    /// [`Command::EndLockDelay`] for the delay that started at index
+    /// `started` only: a late end of an earlier delay leaves a newer one
+    /// running.
+    EndLockDelayAt {
+        /// Lock name.
+        name: String,
+        /// The index of the command that started the delay.
+        started: LogIndex,
+    },
+    /// A [`Command::Take`] or [`Command::ReturnTokens`] on behalf of an
+    /// authenticated identity: a token lease taken this way is returned
+    /// only by the same identity (a plain return, from an entry of an
+    /// older release or a cluster without authentication, is not checked).
+    ByOwner {
+        /// The identity.
+        owner: String,
+        /// The take or return.
+        command: Box<Command>,
+    },
 }
 
 impl Command {
@@ -279,18 +315,32 @@ impl Command {
             Command::Take { .. } => "take",
             Command::ReturnTokens { .. } => "return_tokens",
             Command::DeleteLimit { .. } => "delete_limit",
+            Command::SequencedAcks { command, .. } => command.kind(),
+            Command::EndLockDelayAt { .. } => "end_lock_delay",
+            Command::ByOwner { command, .. } => command.kind(),
         }
     }
 
     /// The command itself, seen through a [`Command::Sequenced`] wrapper.
     pub fn unwrapped(&self) -> &Command {
         match self {
-            Command::Sequenced { command, .. } | Command::Termed { command, .. } => {
-                command.unwrapped()
-            }
+            Command::Sequenced { command, .. }
+            | Command::SequencedAcks { command, .. }
+            | Command::Termed { command, .. }
+            | Command::ByOwner { command, .. } => command.unwrapped(),
             other => other,
         }
     }
+}
+
+/// A lock-delay in force.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delay {
+    /// Its length, ms (the longest of the delays that ran into each other).
+    pub ms: u64,
+    /// The index of the command that started it (0: restored from a
+    /// snapshot that did not keep it).
+    pub started: LogIndex,
 }
 
 /// The replicated state: sessions and the locks they hold or wait for.
@@ -316,11 +366,11 @@ pub struct LeaseMachine {
     /// (snapshot version 4 on).
     #[serde(default)]
     origins: BTreeMap<SessionId, Origin>,
-    /// Locks in lock-delay, with its length in ms: nobody is granted them
-    /// until the leader ends it (`EndLockDelay`). Snapshot version 5 on,
-    /// as are the fields after it.
+    /// Locks in lock-delay: nobody is granted them until the leader ends
+    /// it (`EndLockDelayAt`). Snapshot version 5 on, as are the fields
+    /// after it (version 5 kept only each delay's length).
     #[serde(default)]
-    delayed: BTreeMap<String, u64>,
+    delayed: BTreeMap<String, Delay>,
     /// Semaphore sizes set by `Resize`, which outlive the locks' holders.
     #[serde(default)]
     sizes: BTreeMap<String, u32>,
@@ -330,6 +380,13 @@ pub struct LeaseMachine {
     /// Rate limits by name.
     #[serde(default)]
     buckets: BTreeMap<String, ratelimit::Bucket>,
+    /// Every token lease by when its record goes (validity + return
+    /// grace, rate clock ns), limit and id, with the identity that took it
+    /// ("" for none): kept beside `buckets`, so that
+    /// any rate command forgets every lease past its grace, whatever its
+    /// limit (snapshot version 6; rebuilt when an older one is read).
+    #[serde(default)]
+    lease_ends: ratelimit::LeaseEnds,
 }
 
 impl LeaseMachine {
@@ -374,7 +431,24 @@ impl LeaseMachine {
                 seq,
                 acked_below,
                 command,
-            } => self.sequenced(*seq, *acked_below, command, index, at_ms, &mut events),
+            } => self.sequenced(*seq, *acked_below, None, command, index, at_ms, &mut events),
+            Command::SequencedAcks {
+                seq,
+                acked_below,
+                in_flight,
+                command,
+            } => self.sequenced(
+                *seq,
+                *acked_below,
+                Some(in_flight),
+                command,
+                index,
+                at_ms,
+                &mut events,
+            ),
+            Command::EndLockDelayAt { name, started } => {
+                Ok(self.end_lock_delay(name, Some(*started), index, at_ms, &mut events))
+            }
             Command::CreateSessionOnce {
                 ttl_ms,
                 client_name,
@@ -394,12 +468,30 @@ impl LeaseMachine {
                 token,
             } => Ok(self.end_hold(name, *session, *token, index, at_ms, &mut events)),
             Command::EndLockDelay { name } => {
-                Ok(self.end_lock_delay(name, index, at_ms, &mut events))
+                Ok(self.end_lock_delay(name, None, index, at_ms, &mut events))
             }
             Command::Resize { name, permits } => {
                 self.resize(name, *permits, index, at_ms, &mut events)
             }
             Command::DefineLimit { name, spec, now_ns } => self.define_limit(name, *spec, *now_ns),
+            Command::Take { .. } | Command::ReturnTokens { .. } => {
+                self.rate_command(cmd, "", index)
+            }
+            Command::ByOwner { owner, command } => self.rate_command(command, owner, index),
+            Command::DeleteLimit { name } => self.delete_limit(name),
+        };
+        Outcome { reply, events }
+    }
+
+    /// A take or a return, on behalf of `owner` ("" for nobody in
+    /// particular: a plain command, whose return is not checked).
+    fn rate_command(
+        &mut self,
+        cmd: &Command,
+        owner: &str,
+        index: LogIndex,
+    ) -> Result<Reply, LeaseError> {
+        match cmd {
             Command::Take {
                 name,
                 n,
@@ -413,6 +505,7 @@ impl LeaseMachine {
                     now_ns: *now_ns,
                     spec: *spec,
                     lease_ms: *lease_ms,
+                    owner,
                 };
                 self.take(take, index)
             }
@@ -421,10 +514,15 @@ impl LeaseMachine {
                 lease,
                 unused,
                 now_ns,
-            } => self.return_tokens(name, *lease, *unused, *now_ns),
-            Command::DeleteLimit { name } => self.delete_limit(name),
-        };
-        Outcome { reply, events }
+            } => {
+                let owner = (!owner.is_empty()).then_some(owner);
+                self.return_tokens(name, *lease, *unused, *now_ns, owner)
+            }
+            other => Err(LeaseError::InvalidArgument(format!(
+                "only a take or a return carries an owner, not {}",
+                other.kind()
+            ))),
+        }
     }
 
     /// Grants the waiters at the front of `name`'s queue that nothing blocks

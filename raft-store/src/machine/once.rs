@@ -9,6 +9,15 @@
 //! duplicate arrives after the lock was freed stays "busy": no grant the
 //! client cannot see.
 //!
+//! A client that waits long beside many short calls acknowledges answers
+//! one by one instead (`SequencedAcks`): it lists the numbers still in
+//! flight, and every number between `acked_below` and the highest listed
+//! that is not listed is answered. Those are kept as runs of acknowledged
+//! numbers above the watermark (`acked`): a duplicate of one is refused as
+//! below the watermark would be, and its answer is forgotten at once, so
+//! an hour-long wait keeps one answer, not every answer after it. The runs
+//! are cut only by calls in flight, so they are as few as those.
+//!
 //! A session may also be created with a client-chosen key: a retry of a
 //! creation whose answer was lost finds the session the first attempt
 //! made, instead of leaving an orphan that holds locks until its TTL.
@@ -33,6 +42,134 @@ pub struct Once {
     /// one answer, so an unboxed ~200-byte answer cost every session 2 KiB
     /// (serde encodes a box as its content: snapshots are unchanged).
     pub answers: BTreeMap<u64, Box<Recorded>>,
+    /// Runs of acknowledged numbers above `acked_below`, start → end
+    /// (exclusive), neither touching nor overlapping (snapshot version 6).
+    #[serde(default)]
+    pub acked: BTreeMap<u64, u64>,
+}
+
+impl Once {
+    /// Whether the client said it will not ask for `seq` again.
+    pub fn is_acked(&self, seq: u64) -> bool {
+        seq < self.acked_below
+            || self
+                .acked
+                .range(..=seq)
+                .next_back()
+                .is_some_and(|(_, end)| seq < *end)
+    }
+
+    /// Moves the watermark up to `acked_below` (never down), forgetting
+    /// the answers and runs below it.
+    fn advance(&mut self, acked_below: u64) {
+        if acked_below <= self.acked_below {
+            return;
+        }
+        self.acked_below = acked_below;
+        // Oldest first, and in place: `split_off` would leave every session
+        // a freshly allocated empty node.
+        while let Some(entry) = self.answers.first_entry() {
+            if *entry.key() >= acked_below {
+                break;
+            }
+            entry.remove();
+        }
+        while let Some(entry) = self.acked.first_entry() {
+            if *entry.key() >= acked_below {
+                break;
+            }
+            let end = entry.remove();
+            if end > acked_below {
+                self.acked.insert(acked_below, end);
+                break;
+            }
+        }
+        self.absorb();
+    }
+
+    /// Folds a run that starts at the watermark into it.
+    fn absorb(&mut self) {
+        while let Some(end) = self.acked.remove(&self.acked_below) {
+            self.acked_below = end;
+        }
+    }
+
+    /// Records as acknowledged every number from the watermark up to the
+    /// highest of `in_flight` that is neither listed nor `seq`, and forgets
+    /// their answers. Refused, with nothing changed, if that would leave
+    /// more runs than a session may keep.
+    fn acknowledge(
+        &mut self,
+        session: SessionId,
+        seq: u64,
+        in_flight: &[u64],
+    ) -> Result<(), LeaseError> {
+        if in_flight.len() > limits::MAX_IN_FLIGHT_LISTED {
+            return Err(LeaseError::InvalidArgument(format!(
+                "in_flight lists {} sequence numbers; at most {} (the lowest ones)",
+                in_flight.len(),
+                limits::MAX_IN_FLIGHT_LISTED
+            )));
+        }
+        // Nothing above the highest listed is acknowledged: a client with
+        // more calls in flight than it may list lists its lowest ones.
+        let Some(&highest) = in_flight.iter().max() else {
+            return Ok(());
+        };
+        let mut open: Vec<u64> = in_flight
+            .iter()
+            .copied()
+            .chain([seq])
+            .filter(|s| (self.acked_below..=highest).contains(s))
+            .collect();
+        open.sort_unstable();
+        open.dedup();
+        let mut gaps = Vec::new();
+        let mut from = self.acked_below;
+        for &o in &open {
+            if from < o {
+                gaps.push((from, o));
+            }
+            from = o.saturating_add(1);
+        }
+        let mut runs = self.acked.clone();
+        for &(a, b) in &gaps {
+            insert_run(&mut runs, a, b);
+        }
+        // A run that starts at the watermark is folded into it below.
+        let kept = runs.len() - usize::from(runs.contains_key(&self.acked_below));
+        if kept > limits::MAX_ACK_RANGES_PER_SESSION {
+            return Err(LeaseError::TooManyUnacknowledged {
+                session,
+                max: limits::MAX_UNACKED_REQUESTS_PER_SESSION,
+            });
+        }
+        self.acked = runs;
+        for (a, b) in gaps {
+            let answered: Vec<u64> = self.answers.range(a..b).map(|(k, _)| *k).collect();
+            for k in answered {
+                self.answers.remove(&k);
+            }
+        }
+        self.absorb();
+        Ok(())
+    }
+}
+
+/// Adds `a..b` to `runs`, merging it with the runs it touches.
+fn insert_run(runs: &mut BTreeMap<u64, u64>, mut a: u64, mut b: u64) {
+    if let Some((&s, &e)) = runs.range(..=a).next_back() {
+        if e >= a {
+            a = s;
+            b = b.max(e);
+            runs.remove(&s);
+        }
+    }
+    while let Some((&s, &e)) = runs.range(a..=b).next() {
+        b = b.max(e);
+        runs.remove(&s);
+    }
+    runs.insert(a, b);
 }
 
 /// The first answer to a sequenced request.
@@ -129,10 +266,12 @@ impl LeaseMachine {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn sequenced(
         &mut self,
         seq: u64,
         acked_below: u64,
+        in_flight: Option<&[u64]>,
         command: &Command,
         index: LogIndex,
         at_ms: u64,
@@ -154,19 +293,12 @@ impl LeaseMachine {
             return Err(LeaseError::SessionNotFound(*session));
         }
         let once = self.once.entry(*session).or_default();
-        if acked_below > once.acked_below {
-            once.acked_below = acked_below;
-            // Everything below is answered and will not be asked again.
-            // Oldest first, and in place: `split_off` would leave every
-            // session a freshly allocated empty node.
-            while let Some(entry) = once.answers.first_entry() {
-                if *entry.key() >= acked_below {
-                    break;
-                }
-                entry.remove();
-            }
+        // Everything below is answered and will not be asked again.
+        once.advance(acked_below);
+        if let Some(in_flight) = in_flight {
+            once.acknowledge(*session, seq, in_flight)?;
         }
-        if seq < once.acked_below {
+        if once.is_acked(seq) {
             return Err(LeaseError::RequestAcknowledged {
                 session: *session,
                 seq,

@@ -26,13 +26,22 @@ use raftlock_proto::limits;
 impl LeaseMachine {
     /// Starts `grant`'s lock-delay, if it asked for one: called when a hold
     /// ends without its holder releasing it.
-    pub(super) fn start_lock_delay(&mut self, grant: &Grant, events: &mut Vec<Event>) {
+    pub(super) fn start_lock_delay(
+        &mut self,
+        grant: &Grant,
+        index: LogIndex,
+        events: &mut Vec<Event>,
+    ) {
         let delay = grant.terms.lock_delay_ms;
         if delay == 0 || grant.mode != Mode::Exclusive {
             return;
         }
-        let longest = self.delayed.entry(grant.name.clone()).or_default();
-        *longest = (*longest).max(delay);
+        // A delay started while another runs replaces it, as long as the
+        // longer of the two: the leader times it from now, and ends it by
+        // this start, so a late end of the earlier one changes nothing.
+        let d = self.delayed.entry(grant.name.clone()).or_default();
+        d.ms = d.ms.max(delay);
+        d.started = index;
         events.push(Event::LockDelayed {
             name: grant.name.clone(),
             delay_ms: delay,
@@ -82,7 +91,7 @@ impl LeaseMachine {
             session,
             token,
         });
-        self.start_lock_delay(&grant, events);
+        self.start_lock_delay(&grant, index, events);
         let granted = self.grant_collecting(name, index, at_ms, events);
         Reply::HoldEnded {
             released: Some(grant),
@@ -90,19 +99,27 @@ impl LeaseMachine {
         }
     }
 
-    /// The leader's end of a lock-delay whose time ran out.
+    /// The leader's end of a lock-delay whose time ran out: the one that
+    /// started at `started`, or (entries written before delays were named)
+    /// whichever runs.
     pub(super) fn end_lock_delay(
         &mut self,
         name: &str,
+        started: Option<LogIndex>,
         index: LogIndex,
         at_ms: u64,
         events: &mut Vec<Event>,
     ) -> Reply {
-        if self.delayed.remove(name).is_none() {
+        let current = self
+            .delayed
+            .get(name)
+            .is_some_and(|d| started.is_none_or(|s| s == d.started));
+        if !current {
             return Reply::LockDelayEnded {
                 granted: Vec::new(),
             };
         }
+        self.delayed.remove(name);
         events.push(Event::LockDelayEnded {
             name: name.to_owned(),
         });
@@ -180,12 +197,15 @@ impl LeaseMachine {
 
     /// The lock-delay in force on `name`, in ms, if any.
     pub fn lock_delay(&self, name: &str) -> Option<u64> {
-        self.delayed.get(name).copied()
+        self.delayed.get(name).map(|d| d.ms)
     }
 
-    /// Every lock in lock-delay, with the delay's length in ms.
-    pub fn lock_delays(&self) -> impl Iterator<Item = (&str, u64)> {
-        self.delayed.iter().map(|(n, d)| (n.as_str(), *d))
+    /// Every lock in lock-delay, with the delay's length in ms and the
+    /// index that started it (what `EndLockDelayAt` names).
+    pub fn lock_delays(&self) -> impl Iterator<Item = (&str, u64, LogIndex)> {
+        self.delayed
+            .iter()
+            .map(|(n, d)| (n.as_str(), d.ms, d.started))
     }
 
     /// The size Resize set for `name`, if any.

@@ -81,7 +81,7 @@ impl LeaseMachine {
                 name: name.clone(),
                 holders: l.holders.clone(),
                 waiters: l.waiters.len(),
-                lock_delay_ms: self.delayed.get(name).copied(),
+                lock_delay_ms: self.delayed.get(name).map(|d| d.ms),
             })
             .collect()
     }
@@ -140,5 +140,11 @@ impl LeaseMachine {
     pub fn counts(&self) -> (usize, usize, usize) {
         let waiters = self.locks.values().map(|l| l.waiters.len()).sum();
         (self.sessions.len(), self.locks.len(), waiters)
+    }
+
+    /// Answers kept for exactly-once retries, over every session: bounded
+    /// by each session's calls in flight, not by its age.
+    pub fn recorded_answers(&self) -> usize {
+        self.once.values().map(|o| o.answers.len()).sum()
     }
 }

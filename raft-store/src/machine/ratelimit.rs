@@ -100,12 +100,76 @@ impl Bucket {
         let free = self.spec.tolerance_ns().saturating_sub(used);
         u64::try_from(free / t).unwrap_or(u64::MAX)
     }
+}
 
-    /// Forgets leases whose return grace has passed.
-    fn forget_old_leases(&mut self, now_ns: u64) {
-        self.leases
-            .retain(|_, (_, until)| until.saturating_add(RETURN_GRACE_NS) > now_ns);
+/// Every token lease by when its record goes (rate clock ns), then limit
+/// and id, with the identity that took it ("" for none). Keys are plain
+/// integers so that JSON snapshots can hold it too.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LeaseEnds(BTreeMap<u64, Vec<(String, LogIndex, String)>>);
+
+impl LeaseEnds {
+    /// The index of `buckets`' leases, none with an owner (what a version
+    /// 5 snapshot held).
+    pub(super) fn of(buckets: &BTreeMap<String, Bucket>) -> LeaseEnds {
+        let mut ends = LeaseEnds::default();
+        for (name, b) in buckets {
+            for (lease, (_, until)) in &b.leases {
+                ends.insert(lease_gone_at(*until), name, *lease, "");
+            }
+        }
+        ends
     }
+
+    fn insert(&mut self, gone_at: u64, name: &str, lease: LogIndex, owner: &str) {
+        self.0
+            .entry(gone_at)
+            .or_default()
+            .push((name.to_owned(), lease, owner.to_owned()));
+    }
+
+    fn position(&self, gone_at: u64, name: &str, lease: LogIndex) -> Option<usize> {
+        self.0
+            .get(&gone_at)?
+            .iter()
+            .position(|(n, l, _)| n == name && *l == lease)
+    }
+
+    /// Who took a lease ("" for nobody in particular).
+    fn owner(&self, gone_at: u64, name: &str, lease: LogIndex) -> &str {
+        match self.position(gone_at, name, lease) {
+            Some(i) => &self.0[&gone_at][i].2,
+            None => "",
+        }
+    }
+
+    fn remove(&mut self, gone_at: u64, name: &str, lease: LogIndex) {
+        if let Some(i) = self.position(gone_at, name, lease) {
+            let at = self.0.get_mut(&gone_at).expect("found there");
+            at.remove(i);
+            if at.is_empty() {
+                self.0.remove(&gone_at);
+            }
+        }
+    }
+
+    /// Takes out every lease whose record goes by `now`.
+    fn due(&mut self, now: u64) -> Vec<(String, LogIndex)> {
+        let mut due = Vec::new();
+        while let Some(entry) = self.0.first_entry() {
+            if *entry.key() > now {
+                break;
+            }
+            due.extend(entry.remove().into_iter().map(|(n, l, _)| (n, l)));
+        }
+        due
+    }
+}
+
+/// When a lease's record may go: its validity and the return grace after.
+fn lease_gone_at(until_ns: u64) -> u64 {
+    until_ns.saturating_add(RETURN_GRACE_NS)
 }
 
 /// A take: `n` tokens now, or a block of `n` for a lease of `lease_ms`.
@@ -115,13 +179,25 @@ pub(super) struct Take<'a> {
     pub now_ns: u64,
     pub spec: Option<LimitSpec>,
     pub lease_ms: u64,
+    /// The identity taking ("" without authentication): only it may
+    /// return a lease taken here.
+    pub owner: &'a str,
 }
 
 impl LeaseMachine {
-    /// The rate clock: moves to `now_ns` unless it is already past it.
+    /// The rate clock: moves to `now_ns` unless it is already past it, and
+    /// forgets every lease, of any limit, whose return grace has passed by
+    /// then. They went only with a later call on their own limit before,
+    /// so a limit used once kept its leases for good.
     fn rate_now(&mut self, now_ns: u64) -> u64 {
         self.rate_clock_ns = self.rate_clock_ns.max(now_ns);
-        self.rate_clock_ns
+        let now = self.rate_clock_ns;
+        for (name, lease) in self.lease_ends.due(now) {
+            if let Some(b) = self.buckets.get_mut(&name) {
+                b.leases.remove(&lease);
+            }
+        }
+        now
     }
 
     /// Creates `name` with `spec` if it does not exist; an existing limit
@@ -220,7 +296,6 @@ impl LeaseMachine {
                 name: t.name.to_owned(),
             });
         };
-        bucket.forget_old_leases(now);
         let interval = u128::from(bucket.spec.interval_ns());
         let start = u128::from(bucket.tat_ns.max(now));
         let tat = start + u128::from(t.n) * interval;
@@ -238,22 +313,29 @@ impl LeaseMachine {
         let lease = (t.lease_ms > 0).then(|| {
             let until = now.saturating_add(t.lease_ms.saturating_mul(1_000_000));
             bucket.leases.insert(index, (t.n, until));
-            index
+            (index, until)
         });
+        let remaining = bucket.available(now);
+        if let Some((index, until)) = lease {
+            self.lease_ends
+                .insert(lease_gone_at(until), t.name, index, t.owner);
+        }
         Ok(Reply::Taken {
             n: t.n,
-            remaining: bucket.available(now),
-            lease,
+            remaining,
+            lease: lease.map(|(index, _)| index),
         })
     }
 
-    /// Credits back the tokens of lease `lease` its client did not spend.
+    /// Credits back the tokens of lease `lease` its client did not spend;
+    /// `owner`, when the return names one, must be who took it.
     pub(super) fn return_tokens(
         &mut self,
         name: &str,
         lease: LogIndex,
         unused: u64,
         now_ns: u64,
+        owner: Option<&str>,
     ) -> Result<Reply, LeaseError> {
         validate::name(name)?;
         let Some(bucket) = self.buckets.get(name) else {
@@ -261,7 +343,7 @@ impl LeaseMachine {
                 name: name.to_owned(),
             });
         };
-        let Some(&(reserved, _)) = bucket.leases.get(&lease) else {
+        let Some(&(reserved, until)) = bucket.leases.get(&lease) else {
             // Already returned, or kept past its grace: nothing to credit.
             return Ok(Reply::Returned { credited: 0 });
         };
@@ -270,11 +352,24 @@ impl LeaseMachine {
                 "lease {lease} of rate limit {name:?} reserved {reserved} tokens, not {unused}"
             )));
         }
+        let took = self.lease_ends.owner(lease_gone_at(until), name, lease);
+        if let Some(owner) = owner {
+            if !took.is_empty() && took != owner {
+                return Err(LeaseError::NotLeaseOwner {
+                    name: name.to_owned(),
+                    lease,
+                    owner: took.to_owned(),
+                });
+            }
+        }
         let now = self.rate_now(now_ns);
         let Some(bucket) = self.buckets.get_mut(name) else {
             return Ok(Reply::Returned { credited: 0 });
         };
-        bucket.leases.remove(&lease);
+        if bucket.leases.remove(&lease).is_none() {
+            // Its grace passed at this very clock: nothing to credit.
+            return Ok(Reply::Returned { credited: 0 });
+        }
         let credit = u128::from(unused) * u128::from(bucket.spec.interval_ns());
         // A full bucket stays full: tokens do not accrue beyond the burst.
         let tat = u128::from(bucket.tat_ns)
@@ -282,14 +377,20 @@ impl LeaseMachine {
             .max(u128::from(now));
         bucket.tat_ns = u64::try_from(tat).unwrap_or(u64::MAX);
         bucket.admitted = bucket.admitted.saturating_sub(unused);
-        bucket.forget_old_leases(now);
+        self.lease_ends.remove(lease_gone_at(until), name, lease);
         Ok(Reply::Returned { credited: unused })
     }
 
     pub(super) fn delete_limit(&mut self, name: &str) -> Result<Reply, LeaseError> {
         validate::name(name)?;
+        let removed = self.buckets.remove(name);
+        if let Some(b) = &removed {
+            for (lease, (_, until)) in &b.leases {
+                self.lease_ends.remove(lease_gone_at(*until), name, *lease);
+            }
+        }
         Ok(Reply::LimitDeleted {
-            existed: self.buckets.remove(name).is_some(),
+            existed: removed.is_some(),
         })
     }
 

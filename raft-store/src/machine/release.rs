@@ -72,7 +72,7 @@ impl LeaseMachine {
                 session: g.session,
                 token: g.token,
             });
-            self.start_lock_delay(g, events);
+            self.start_lock_delay(g, index, events);
         }
         let before = events.len();
         self.grant_waiters(name, index, at_ms, events);

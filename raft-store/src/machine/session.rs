@@ -128,7 +128,7 @@ impl LeaseMachine {
                         // A closed session let go; an expired one may not
                         // know it lost the lock.
                         if reason == EndReason::Expired {
-                            self.start_lock_delay(&g, events);
+                            self.start_lock_delay(&g, index, events);
                         }
                     }
                 }

@@ -19,13 +19,18 @@
 //! cap, lock-delay), the locks in lock-delay, the sizes set by Resize, the
 //! rate clock and the rate limits; versions 2 to 4 are read through the
 //! older layouts in `old`.
+//!
+//! Version 6 adds each session's runs of answers acknowledged one by one
+//! (`Once::acked`), names each lock-delay by the index that started it,
+//! and indexes token leases by when they go; version 5 is read through
+//! `V5`, its delays started at index 0 and its lease index rebuilt.
 
 use super::LeaseMachine;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The snapshot format this build writes and the newest it reads.
-pub const SNAPSHOT_VERSION: u32 = 5;
+pub const SNAPSHOT_VERSION: u32 = 6;
 
 /// What a binary (version ≥ 2) snapshot starts with; JSON never does.
 const MAGIC: &[u8; 8] = b"\0RLSNAP\0";
@@ -81,6 +86,64 @@ struct V4 {
     once: BTreeMap<super::SessionId, old::Once>,
     session_keys: BTreeMap<String, super::SessionId>,
     origins: BTreeMap<super::SessionId, super::Origin>,
+}
+
+/// The fields a version 5 snapshot holds, in their order.
+#[derive(Deserialize)]
+struct V5 {
+    sessions: BTreeMap<super::SessionId, super::Session>,
+    locks: BTreeMap<String, super::LockState>,
+    owners: BTreeMap<String, u64>,
+    once: BTreeMap<super::SessionId, OnceV5>,
+    session_keys: BTreeMap<String, super::SessionId>,
+    origins: BTreeMap<super::SessionId, super::Origin>,
+    delayed: BTreeMap<String, u64>,
+    sizes: BTreeMap<String, u32>,
+    rate_clock_ns: u64,
+    buckets: BTreeMap<String, super::Bucket>,
+}
+
+/// A session's exactly-once bookkeeping as versions 4 and 5 wrote it: no
+/// runs of answers acknowledged one by one.
+#[derive(Deserialize)]
+struct OnceV5 {
+    key: Option<u128>,
+    acked_below: u64,
+    answers: BTreeMap<u64, Box<super::once::Recorded>>,
+}
+
+impl From<V5> for LeaseMachine {
+    fn from(v5: V5) -> Self {
+        LeaseMachine {
+            sessions: v5.sessions,
+            locks: v5.locks,
+            owners: v5.owners,
+            once: v5
+                .once
+                .into_iter()
+                .map(|(s, o)| {
+                    let once = super::once::Once {
+                        key: o.key,
+                        acked_below: o.acked_below,
+                        answers: o.answers,
+                        acked: BTreeMap::new(),
+                    };
+                    (s, once)
+                })
+                .collect(),
+            session_keys: v5.session_keys,
+            origins: v5.origins,
+            delayed: v5
+                .delayed
+                .into_iter()
+                .map(|(n, ms)| (n, super::Delay { ms, started: 0 }))
+                .collect(),
+            sizes: v5.sizes,
+            rate_clock_ns: v5.rate_clock_ns,
+            lease_ends: super::ratelimit::LeaseEnds::of(&v5.buckets),
+            buckets: v5.buckets,
+        }
+    }
 }
 
 /// A session's exactly-once bookkeeping as version 3 wrote it: its answers
@@ -286,6 +349,7 @@ mod old {
                         (seq, Box::new(recorded))
                     })
                     .collect(),
+                acked: BTreeMap::new(),
             }
         }
     }
@@ -359,6 +423,9 @@ impl LeaseMachine {
                     ..LeaseMachine::default()
                 };
                 (machine, left)
+            } else if version == 5 {
+                let (v5, left) = postcard::take_from_bytes::<V5>(body)?;
+                (v5.into(), left)
             } else {
                 postcard::take_from_bytes::<LeaseMachine>(body)?
             };

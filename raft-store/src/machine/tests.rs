@@ -3,6 +3,7 @@
 use super::*;
 
 /// Applies commands at consecutive log indexes, as a Raft log would.
+#[derive(Clone)]
 struct Log {
     m: LeaseMachine,
     next: LogIndex,

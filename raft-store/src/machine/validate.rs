@@ -121,8 +121,14 @@ pub fn terms(mode: super::Mode, terms: &super::Terms) -> Result<(), LeaseError> 
     Err(LeaseError::InvalidArgument(reason))
 }
 
+/// The longest a bucket may take to refill its burst, ns (2^62, about 146
+/// years): rate-clock times (ns since the epoch) plus it stay far inside a
+/// u64.
+pub const MAX_BURST_SPAN_NS: u128 = 1 << 62;
+
 /// A rate limit's parameters: a positive rate over a positive period, and
-/// a burst of at least one token, within the hard bounds.
+/// a burst of at least one token, within the hard bounds, that refills
+/// within [`MAX_BURST_SPAN_NS`].
 pub fn limit_spec(spec: &super::LimitSpec) -> Result<(), LeaseError> {
     let reason = if spec.rate == 0 || spec.rate > limits::MAX_RATE {
         format!("rate must lie within 1..={}", limits::MAX_RATE)
@@ -133,6 +139,17 @@ pub fn limit_spec(spec: &super::LimitSpec) -> Result<(), LeaseError> {
         )
     } else if spec.burst == 0 || spec.burst > limits::MAX_BURST {
         format!("burst must lie within 1..={}", limits::MAX_BURST)
+    } else if u128::from(spec.burst) * u128::from(spec.interval_ns()) > MAX_BURST_SPAN_NS {
+        // A bucket's arrival time runs up to now + burst · interval; past
+        // what a u64 of ns holds it would saturate and stop refilling.
+        format!(
+            "a burst of {} at {} per {} ms takes {} days to refill, more than the limit of {} days",
+            spec.burst,
+            spec.rate,
+            spec.per_ms,
+            u128::from(spec.burst) * u128::from(spec.interval_ns()) / 86_400_000_000_000,
+            MAX_BURST_SPAN_NS / 86_400_000_000_000
+        )
     } else {
         return Ok(());
     };

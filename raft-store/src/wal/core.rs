@@ -1,15 +1,19 @@
 //! The write-ahead log's file format and its synchronous core: framing,
-//! segments, recovery. `super` runs it on a writer thread with group
-//! commit and serves openraft from memory.
+//! segments, writing. `recover` reads a log back; `super` runs this on a
+//! writer thread with group commit and serves openraft from memory.
 //!
-//! Format (see `docs/wal.md`): a directory of segment files named
+//! Format 2 (see `docs/wal.md`): a directory of segment files named
 //! `<seq:016x>.wal`, each preallocated, starting with a 16-byte header
-//! (`RLWAL\0\0\0`, format version u32 LE, 4 zero bytes) followed by records
-//! `[payload length u32 LE][crc32c of payload u32 LE][payload]`; a length
-//! of 0 (the preallocated zeros) ends the segment. A payload is one postcard
-//! record (`Entry`, `Vote`, `Committed`, `Truncate`, `Purge`). Every segment after the first starts with a checkpoint of
-//! the vote, committed index and purge point, so whole segments whose
-//! entries are all purged can be deleted.
+//! (`RLWAL\0\0\0`, format version u32 LE, 4 zero bytes) followed by
+//! batches, one per write, each 8-aligned: a 32-byte header (magic, CRC-32C
+//! of the rest of the header, batch number, the offset up to which the
+//! segment was durable when the batch was written, body length, CRC-32C of
+//! the body), then the body: records `[payload length u32 LE][crc32c of
+//! payload u32 LE][payload]`, then zeros to the next multiple of 8. A zero
+//! header ends the segment. A payload is one postcard record (`Entry`,
+//! `Vote`, `Committed`, `Truncate`, `Purge`). Every segment starts with a
+//! checkpoint batch of the vote, committed index and purge point, so whole
+//! segments whose entries are all purged can be deleted.
 
 use crate::types::{Entry, LogId, NodeId};
 use openraft::Vote;
@@ -18,16 +22,25 @@ use std::collections::BTreeMap;
 use std::io;
 
 use super::disk::{WalDir, WalFile};
+pub use super::recover::RecoveryReport;
 
 /// What every segment starts with.
 pub const MAGIC: &[u8; 8] = b"RLWAL\0\0\0";
-/// The segment format this build writes and reads.
-pub const WAL_VERSION: u32 = 1;
-const HEADER_LEN: u64 = 16;
-const FRAME_LEN: usize = 8;
+/// The segment format this build writes.
+pub const WAL_VERSION: u32 = 2;
+/// The format before batches, still read (`recover::read_v1`).
+pub(crate) const V1: u32 = 1;
+pub(crate) const HEADER_LEN: u64 = 16;
+pub(crate) const FRAME_LEN: usize = 8;
 /// Larger payloads are corrupt by definition (an entry is at most a batch
 /// of 65,536 commands of a few KiB).
-const MAX_RECORD: usize = 1 << 30;
+pub(crate) const MAX_RECORD: usize = 1 << 30;
+/// What a batch header starts with.
+pub(crate) const BATCH_MAGIC: [u8; 4] = *b"RLB\x02";
+/// Bytes of a batch header.
+pub(crate) const BATCH_HEADER: usize = 32;
+/// Batches start at multiples of this.
+pub(crate) const ALIGN: u64 = 8;
 /// The default size segments are preallocated to.
 pub const SEGMENT_BYTES: u64 = 64 << 20;
 
@@ -43,7 +56,7 @@ enum RecordOut<'a> {
 
 /// One record as read.
 #[derive(Deserialize)]
-enum RecordIn {
+pub(crate) enum RecordIn {
     Entry(Entry),
     Vote(Vote<NodeId>),
     Committed(Option<LogId>),
@@ -155,7 +168,7 @@ impl LogImage {
             .or(self.purged)
     }
 
-    fn apply(&mut self, record: RecordIn) {
+    pub(crate) fn apply(&mut self, record: RecordIn) {
         match record {
             RecordIn::Entry(e) => {
                 let index = e.log_id.index;
@@ -195,58 +208,55 @@ impl LogImage {
     }
 }
 
-/// Reads a segment front to back in large chunks, so recovery reads only
-/// as far as the records go, not the preallocated rest.
-struct Reader<'f, F: WalFile> {
-    file: &'f mut F,
-    buf: Vec<u8>,
-    /// Bytes of `buf` that hold file data.
-    filled: usize,
-    /// File offset of `buf[0]`.
-    start: u64,
+/// `n` rounded up to a multiple of [`ALIGN`].
+pub(crate) fn padded(n: u64) -> u64 {
+    n.div_ceil(ALIGN) * ALIGN
 }
 
-const READ_CHUNK: usize = 256 << 10;
+/// The header of a batch: what lets recovery tell a torn write from damage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BatchHeader {
+    /// Numbered from 1 without gaps across segments.
+    pub seq: u64,
+    /// The segment was durable up to this offset when the batch was
+    /// written: whatever lies before it cannot have been torn.
+    pub synced_to: u64,
+    /// Bytes of records after the header.
+    pub body_len: u32,
+    /// CRC-32C of those bytes.
+    pub body_crc: u32,
+}
 
-impl<'f, F: WalFile> Reader<'f, F> {
-    fn new(file: &'f mut F) -> Self {
-        Reader {
-            file,
-            buf: Vec::new(),
-            filled: 0,
-            start: 0,
-        }
+impl BatchHeader {
+    fn encode(&self) -> [u8; BATCH_HEADER] {
+        let mut h = [0u8; BATCH_HEADER];
+        h[..4].copy_from_slice(&BATCH_MAGIC);
+        h[8..16].copy_from_slice(&self.seq.to_le_bytes());
+        h[16..24].copy_from_slice(&self.synced_to.to_le_bytes());
+        h[24..28].copy_from_slice(&self.body_len.to_le_bytes());
+        h[28..32].copy_from_slice(&self.body_crc.to_le_bytes());
+        let crc = crc32c::crc32c(&h[8..]);
+        h[4..8].copy_from_slice(&crc.to_le_bytes());
+        h
     }
 
-    /// Up to `len` bytes at `offset`: fewer only at the end of the file.
-    fn get(&mut self, offset: u64, len: usize) -> io::Result<&[u8]> {
-        let have = offset >= self.start && offset + len as u64 <= self.start + self.filled as u64;
-        if !have {
-            // Grow only as far as the file has bytes: a corrupt length can
-            // claim up to a gigabyte, which must not be allocated blindly.
-            self.start = offset;
-            self.filled = 0;
-            // A whole chunk even for a small read: the records that follow
-            // come from memory.
-            let mut size = READ_CHUNK;
-            loop {
-                if self.buf.len() < size {
-                    self.buf.resize(size, 0);
-                }
-                let n = self.file.read_at(
-                    &mut self.buf[self.filled..size],
-                    offset + self.filled as u64,
-                )?;
-                self.filled += n;
-                if self.filled >= len || self.filled < size {
-                    break;
-                }
-                size *= 2;
-            }
+    /// The header in `h`, if it is one and its checksum holds.
+    pub(crate) fn decode(h: &[u8]) -> Option<BatchHeader> {
+        let h = h.get(..BATCH_HEADER)?;
+        if h[..4] != BATCH_MAGIC {
+            return None;
         }
-        let from = (offset - self.start) as usize;
-        let to = (from + len).min(self.filled);
-        Ok(&self.buf[from.min(to)..to])
+        let u32_at = |i: usize| h[i..i + 4].try_into().ok().map(u32::from_le_bytes);
+        let u64_at = |i: usize| h[i..i + 8].try_into().ok().map(u64::from_le_bytes);
+        if u32_at(4)? != crc32c::crc32c(&h[8..]) {
+            return None;
+        }
+        Some(BatchHeader {
+            seq: u64_at(8)?,
+            synced_to: u64_at(16)?,
+            body_len: u32_at(24)?,
+            body_crc: u32_at(28)?,
+        })
     }
 }
 
@@ -254,31 +264,19 @@ struct Segment {
     seq: u64,
     /// The highest entry index ever written to it.
     max_index: Option<u64>,
+    /// Where its batches end, once it is no longer written to.
+    end: u64,
 }
 
-fn segment_name(seq: u64) -> String {
+pub(crate) fn segment_name(seq: u64) -> String {
     format!("{seq:016x}.wal")
 }
 
-fn parse_segment_name(name: &str) -> Option<u64> {
+pub(crate) fn parse_segment_name(name: &str) -> Option<u64> {
     let hex = name.strip_suffix(".wal")?;
     (hex.len() == 16)
         .then(|| u64::from_str_radix(hex, 16).ok())
         .flatten()
-}
-
-/// How a recovery ended.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RecoveryReport {
-    /// Segments read.
-    pub segments: usize,
-    /// Records read.
-    pub records: u64,
-    /// Where the log stopped on a torn or corrupt record: segment and
-    /// offset. `None` when it ended cleanly.
-    pub stopped_at: Option<(u64, u64)>,
-    /// Later segments removed because an earlier one ended in a bad record.
-    pub dropped_segments: usize,
 }
 
 /// The log's files, written synchronously: the writer thread owns one.
@@ -288,6 +286,14 @@ pub struct Core<D: WalDir> {
     segments: Vec<Segment>,
     file: D::File,
     offset: u64,
+    /// The current segment is durable up to here (the end of the last
+    /// batch a completed `fdatasync` covered).
+    synced: u64,
+    /// The number of the next batch.
+    next_seq: u64,
+    /// The highest `synced_to` a batch of the current segment carries:
+    /// recovery can prove everything before it durable.
+    claimed: u64,
     /// The vote, committed and purge point as written (for checkpoints).
     vote: Option<Vote<NodeId>>,
     committed: Option<LogId>,
@@ -296,108 +302,49 @@ pub struct Core<D: WalDir> {
 
 impl<D: WalDir> Core<D> {
     /// Opens the log in `dir` (creating it when empty), recovering what it
-    /// holds: reading stops at the first torn or corrupt record, which is
-    /// where the log continues.
+    /// holds. A torn tail (bytes written after the last sync of the last
+    /// segment) is dropped and zeroed, and writing goes on in that segment;
+    /// any other damage is refused with a [`Damage`](super::recover::Damage)
+    /// error and nothing is written.
     pub fn open(dir: D, segment_bytes: u64) -> io::Result<(Core<D>, LogImage, RecoveryReport)> {
-        let mut seqs: Vec<u64> = dir
-            .list()?
-            .iter()
-            .filter_map(|n| parse_segment_name(n))
-            .collect();
-        seqs.sort_unstable();
-        let mut image = LogImage::default();
-        let mut report = RecoveryReport::default();
-        let mut segments = Vec::new();
-        let mut current: Option<(D::File, u64)> = None;
-        let mut stop = false;
-        let last = seqs.last().copied();
-        for seq in seqs {
-            if stop {
-                dir.remove(&segment_name(seq))?;
-                report.dropped_segments += 1;
-                continue;
-            }
-            let mut file = dir.open(&segment_name(seq))?;
-            let mut reader = Reader::new(&mut file);
-            let header = reader.get(0, HEADER_LEN as usize)?.to_vec();
-            report.segments += 1;
-            if header.len() < HEADER_LEN as usize
-                || &header[..8] != MAGIC
-                || u32::from_le_bytes(header[8..12].try_into().unwrap_or_default()) != WAL_VERSION
-            {
-                if Some(seq) == last && header.iter().all(|b| *b == 0) {
-                    // Created, but its header never reached the disk.
-                    drop(reader);
-                    dir.remove(&segment_name(seq))?;
-                    report.segments -= 1;
-                    continue;
-                }
-                let version = header
-                    .get(8..12)
-                    .map(|v| u32::from_le_bytes(v.try_into().unwrap_or_default()));
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "{} is not a raftlock WAL segment of format {WAL_VERSION} (found {version:?})",
-                        segment_name(seq)
-                    ),
-                ));
-            }
-            let mut max_index = None;
-            let mut at = HEADER_LEN;
-            let end = loop {
-                let frame = reader.get(at, FRAME_LEN)?;
-                if frame.len() < FRAME_LEN {
-                    break at;
-                }
-                let len = u32::from_le_bytes(frame[..4].try_into().unwrap_or_default()) as usize;
-                if len == 0 {
-                    break at;
-                }
-                let crc = u32::from_le_bytes(frame[4..].try_into().unwrap_or_default());
-                let body = if len <= MAX_RECORD {
-                    reader.get(at + FRAME_LEN as u64, len)?
-                } else {
-                    &[]
-                };
-                if body.len() != len || crc32c::crc32c(body) != crc {
-                    stop = true;
-                    break at;
-                }
-                let record = match postcard::from_bytes::<RecordIn>(body) {
-                    Ok(r) => r,
-                    Err(_) => {
-                        stop = true;
-                        break at;
-                    }
-                };
-                if let RecordIn::Entry(e) = &record {
-                    max_index = max_index.max(Some(e.log_id.index));
-                }
-                image.apply(record);
-                report.records += 1;
-                at += (FRAME_LEN + len) as u64;
-            };
-            drop(reader);
-            if stop {
-                report.stopped_at = Some((seq, end));
-            }
-            segments.push(Segment { seq, max_index });
-            current = Some((file, end));
+        let found = super::recover::read_log(&dir)?;
+        let image = found.image;
+        let report = found.report;
+        if let Some(seq) = found.unborn {
+            dir.remove(&segment_name(seq))?;
+            dir.sync()?;
         }
+        let segments: Vec<Segment> = found
+            .segments
+            .iter()
+            .map(|(seq, max_index, _, end)| Segment {
+                seq: *seq,
+                max_index: *max_index,
+                end: *end,
+            })
+            .collect();
+        let last = found.segments.last().copied();
         let (vote, committed, purged) = (image.vote, image.committed, image.purged);
-        let Some((mut file, end)) = current else {
-            let mut core = Core::<D>::fresh(dir, segment_bytes, 0)?;
-            core.vote = vote;
-            core.committed = committed;
-            core.purged = purged;
+        let (Some((seq, _, version, _)), Some(end)) = (last, found.end) else {
+            // No segment, or the newest was never started: begin one.
+            let seq = found.unborn.or(last.map(|(s, _, _, _)| s + 1)).unwrap_or(0);
+            let core = Core::fresh(dir, segment_bytes, seq, found.next_seq, &image, segments)?;
             return Ok((core, image, report));
         };
-        // Seal the last segment where its records end: a zero length there
-        // ends it for every later reader, whatever a torn write left after
-        // it, and nothing is ever written after it again (writing goes on
-        // in a new segment), so those remains can never be read as records.
-        file.write_at(&[0; FRAME_LEN], end)?;
+        let mut file = dir.open(&segment_name(seq))?;
+        // What a torn write left after the end is zeroed, so it can never be
+        // read together with the batches written there next; and everything
+        // read is synced before it is trusted (a process crash leaves
+        // unsynced writes in the page cache, readable but not durable).
+        for (from, to) in &found.stale {
+            let zeros = vec![0u8; (to - from) as usize];
+            file.write_at(&zeros, *from)?;
+        }
+        if version != WAL_VERSION {
+            // A format 1 segment: seal it where its records end, and go on
+            // in a new segment of this format.
+            file.write_at(&[0; FRAME_LEN], end)?;
+        }
         file.sync_data()?;
         let mut core = Core {
             dir,
@@ -405,29 +352,56 @@ impl<D: WalDir> Core<D> {
             segments,
             file,
             offset: end,
+            synced: end,
+            next_seq: found.next_seq,
+            claimed: found.claimed,
             vote,
             committed,
             purged,
         };
-        core.rotate(0)?;
+        if version != WAL_VERSION {
+            core.rotate(0)?;
+        }
         Ok((core, image, report))
     }
 
-    /// A log with one empty segment numbered `seq`.
-    fn fresh(dir: D, segment_bytes: u64, seq: u64) -> io::Result<Core<D>> {
-        let file = Self::new_segment(&dir, seq, segment_bytes, &[])?;
+    /// A log that goes on in a new segment numbered `seq`, after
+    /// `segments`, starting with a checkpoint of `image`.
+    fn fresh(
+        dir: D,
+        segment_bytes: u64,
+        seq: u64,
+        next_seq: u64,
+        image: &LogImage,
+        mut segments: Vec<Segment>,
+    ) -> io::Result<Core<D>> {
+        let checkpoint = checkpoint(image.vote.as_ref(), &image.committed, image.purged.as_ref())?;
+        let first = BatchHeader {
+            seq: next_seq,
+            synced_to: HEADER_LEN,
+            body_len: 0,
+            body_crc: 0,
+        };
+        let batch = framed(first, &checkpoint)?;
+        let file = Self::new_segment(&dir, seq, segment_bytes, &batch)?;
+        let offset = HEADER_LEN + batch.len() as u64;
+        segments.push(Segment {
+            seq,
+            max_index: None,
+            end: 0,
+        });
         Ok(Core {
             dir,
             segment_bytes,
-            segments: vec![Segment {
-                seq,
-                max_index: None,
-            }],
+            segments,
             file,
-            offset: HEADER_LEN,
-            vote: None,
-            committed: None,
-            purged: None,
+            offset,
+            synced: offset,
+            next_seq: next_seq + 1,
+            claimed: HEADER_LEN,
+            vote: image.vote,
+            committed: image.committed,
+            purged: image.purged,
         })
     }
 
@@ -454,42 +428,70 @@ impl<D: WalDir> Core<D> {
         // committed index that survived a crash without its entries would
         // point past the end of the log.
         self.file.sync_data()?;
-        let mut checkpoint = Vec::new();
-        if let Some(v) = &self.vote {
-            checkpoint.extend(Encoded::vote(v)?.bytes);
-        }
-        checkpoint.extend(Encoded::committed(&self.committed)?.bytes);
-        if let Some(p) = &self.purged {
-            checkpoint.extend(Encoded::purge(p)?.bytes);
-        }
+        let checkpoint = checkpoint(self.vote.as_ref(), &self.committed, self.purged.as_ref())?;
+        let batch = framed(
+            BatchHeader {
+                seq: self.next_seq,
+                synced_to: HEADER_LEN,
+                body_len: 0,
+                body_crc: 0,
+            },
+            &checkpoint,
+        )?;
         let seq = self.segments.last().map_or(0, |s| s.seq + 1);
         let len = self
             .segment_bytes
-            .max(HEADER_LEN + checkpoint.len() as u64 + need);
-        self.file = Self::new_segment(&self.dir, seq, len, &checkpoint)?;
-        self.offset = HEADER_LEN + checkpoint.len() as u64;
+            .max(HEADER_LEN + batch.len() as u64 + need);
+        self.file = Self::new_segment(&self.dir, seq, len, &batch)?;
+        self.next_seq += 1;
+        if let Some(s) = self.segments.last_mut() {
+            s.end = self.offset;
+        }
+        self.offset = HEADER_LEN + batch.len() as u64;
+        self.synced = self.offset;
+        self.claimed = HEADER_LEN;
         self.segments.push(Segment {
             seq,
             max_index: None,
+            end: 0,
         });
         Ok(())
     }
 
-    /// Writes `records` after everything written so far, without syncing.
+    /// Writes `records` as one batch after everything written so far,
+    /// without syncing.
     pub fn write(&mut self, records: &[Encoded]) -> io::Result<()> {
         let len: usize = records.iter().map(|r| r.bytes.len()).sum();
         if len == 0 {
             return Ok(());
         }
-        if self.offset + len as u64 > self.segment_bytes.max(self.offset) {
-            self.rotate(len as u64)?;
+        if len > MAX_RECORD {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a log batch of {len} bytes is over the limit"),
+            ));
         }
-        let mut buf = Vec::with_capacity(len);
+        let total = padded((BATCH_HEADER + len) as u64);
+        if self.offset + total > self.segment_bytes.max(self.offset) {
+            self.rotate(total)?;
+        }
+        let mut body = Vec::with_capacity(total as usize);
+        body.extend_from_slice(&[0; BATCH_HEADER]);
         for r in records {
-            buf.extend_from_slice(&r.bytes);
+            body.extend_from_slice(&r.bytes);
         }
-        self.file.write_at(&buf, self.offset)?;
-        self.offset += len as u64;
+        let header = BatchHeader {
+            seq: self.next_seq,
+            synced_to: self.synced,
+            body_len: len as u32,
+            body_crc: crc32c::crc32c(&body[BATCH_HEADER..]),
+        };
+        body[..BATCH_HEADER].copy_from_slice(&header.encode());
+        body.resize(total as usize, 0);
+        self.file.write_at(&body, self.offset)?;
+        self.claimed = self.synced;
+        self.offset += total;
+        self.next_seq += 1;
         let seg = self.segments.last_mut().expect("the log has a segment");
         for r in records {
             match &r.effect {
@@ -509,7 +511,9 @@ impl<D: WalDir> Core<D> {
 
     /// Makes everything written durable.
     pub fn sync(&mut self) -> io::Result<()> {
-        self.file.sync_data()
+        self.file.sync_data()?;
+        self.synced = self.offset;
+        Ok(())
     }
 
     /// Deletes the oldest segments whose entries are all purged. Call only
@@ -536,4 +540,50 @@ impl<D: WalDir> Core<D> {
     pub fn segments(&self) -> usize {
         self.segments.len()
     }
+
+    /// Each segment's file name and the offset before which recovery can
+    /// prove every byte durable: a whole earlier segment, and in the
+    /// current one what a later batch says was synced. Damage there is
+    /// refused; only bytes after it may be read as a torn tail.
+    pub fn provably_durable(&self) -> Vec<(String, u64)> {
+        let last = self.segments.len().saturating_sub(1);
+        self.segments
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                (
+                    segment_name(s.seq),
+                    if i == last { self.claimed } else { s.end },
+                )
+            })
+            .collect()
+    }
+}
+
+/// The checkpoint records a segment starts with.
+fn checkpoint(
+    vote: Option<&Vote<NodeId>>,
+    committed: &Option<LogId>,
+    purged: Option<&LogId>,
+) -> io::Result<Vec<u8>> {
+    let mut records = Vec::new();
+    if let Some(v) = vote {
+        records.extend(Encoded::vote(v)?.bytes);
+    }
+    records.extend(Encoded::committed(committed)?.bytes);
+    if let Some(p) = purged {
+        records.extend(Encoded::purge(p)?.bytes);
+    }
+    Ok(records)
+}
+
+/// A batch: `header` with the body's length and checksum filled in, the
+/// body, and the padding.
+fn framed(mut header: BatchHeader, body: &[u8]) -> io::Result<Vec<u8>> {
+    header.body_len = u32::try_from(body.len()).map_err(io::Error::other)?;
+    header.body_crc = crc32c::crc32c(body);
+    let mut out = header.encode().to_vec();
+    out.extend_from_slice(body);
+    out.resize(padded(out.len() as u64) as usize, 0);
+    Ok(out)
 }

@@ -42,6 +42,7 @@ pub trait WalDir: Send + Sync + 'static {
 #[derive(Clone, Debug)]
 pub struct FsDir {
     path: PathBuf,
+    read_only: bool,
 }
 
 impl FsDir {
@@ -49,7 +50,36 @@ impl FsDir {
     pub fn new(path: impl Into<PathBuf>) -> io::Result<FsDir> {
         let path = path.into();
         fs::create_dir_all(&path)?;
-        Ok(FsDir { path })
+        Ok(FsDir {
+            path,
+            read_only: false,
+        })
+    }
+
+    /// The existing directory at `path`, its files opened for reading
+    /// only: creating or removing one fails (offline tools).
+    pub fn read_only(path: impl Into<PathBuf>) -> io::Result<FsDir> {
+        let path = path.into();
+        if !path.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{}: no such directory", path.display()),
+            ));
+        }
+        Ok(FsDir {
+            path,
+            read_only: true,
+        })
+    }
+
+    fn refuse_write(&self) -> io::Result<()> {
+        if self.read_only {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{} is open read-only", self.path.display()),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -104,6 +134,7 @@ impl WalDir for FsDir {
     }
 
     fn create(&self, name: &str) -> io::Result<fs::File> {
+        self.refuse_write()?;
         fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -115,11 +146,12 @@ impl WalDir for FsDir {
     fn open(&self, name: &str) -> io::Result<fs::File> {
         fs::OpenOptions::new()
             .read(true)
-            .write(true)
+            .write(!self.read_only)
             .open(self.path.join(name))
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {
+        self.refuse_write()?;
         fs::remove_file(self.path.join(name))
     }
 
@@ -217,6 +249,78 @@ impl WalDir for LoseUnsyncedDir {
     }
 }
 
+/// A directory whose every `fdatasync` takes `delay` longer: a slow or
+/// overloaded disk, for fault-injection runs (`raftlockd
+/// --fault-sync-delay-ms`), never for production.
+#[derive(Clone, Debug)]
+pub struct SlowSyncDir<D> {
+    inner: D,
+    delay: std::time::Duration,
+}
+
+impl<D> SlowSyncDir<D> {
+    /// `inner`, with `delay` added to every sync.
+    pub fn new(inner: D, delay: std::time::Duration) -> Self {
+        SlowSyncDir { inner, delay }
+    }
+}
+
+/// A file of a [`SlowSyncDir`].
+pub struct SlowSyncFile<F> {
+    inner: F,
+    delay: std::time::Duration,
+}
+
+impl<F: WalFile> WalFile for SlowSyncFile<F> {
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.inner.write_at(buf, offset)
+    }
+
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.inner.read_at(buf, offset)
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        std::thread::sleep(self.delay);
+        self.inner.sync_data()
+    }
+
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+}
+
+impl<D: WalDir> WalDir for SlowSyncDir<D> {
+    type File = SlowSyncFile<D::File>;
+
+    fn list(&self) -> io::Result<Vec<String>> {
+        self.inner.list()
+    }
+
+    fn create(&self, name: &str) -> io::Result<Self::File> {
+        Ok(SlowSyncFile {
+            inner: self.inner.create(name)?,
+            delay: self.delay,
+        })
+    }
+
+    fn open(&self, name: &str) -> io::Result<Self::File> {
+        Ok(SlowSyncFile {
+            inner: self.inner.open(name)?,
+            delay: self.delay,
+        })
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        self.inner.remove(name)
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        std::thread::sleep(self.delay);
+        self.inner.sync()
+    }
+}
+
 /// A simulated disk: what was written is visible at once, but only what was
 /// synced survives [`SimDir::crash`], as after a power loss. Cheap to clone;
 /// clones share the disk.
@@ -240,6 +344,16 @@ struct SimDisk {
     /// Testing the test: pretend every sync worked without making anything
     /// durable, like a WAL that skips its fdatasync.
     syncs_do_nothing: bool,
+    /// The next file write fails with this error (EIO), writing nothing.
+    fail_write: Option<i32>,
+    /// The next file sync fails with this error (EIO): what it would have
+    /// made durable is dropped, as Linux drops the dirty pages of a failed
+    /// `fdatasync` (they stay readable until the crash, never durable).
+    fail_sync: Option<i32>,
+    /// Bytes the files may hold in all; writing past it fails with ENOSPC.
+    capacity: Option<u64>,
+    /// File syncs done so far, failed ones included.
+    syncs: u64,
 }
 
 #[derive(Clone, Default)]
@@ -247,6 +361,8 @@ struct SimFileState {
     contents: Vec<u8>,
     durable: Vec<u8>,
     unsynced: Vec<(u64, Vec<u8>)>,
+    /// A sync of it failed: the writes it covered will never be durable.
+    lost: bool,
 }
 
 /// A file of a [`SimDir`].
@@ -266,6 +382,39 @@ impl SimDir {
     /// that skips its fdatasync, which the crash tests must catch.
     pub fn break_syncs(&self) {
         self.lock().syncs_do_nothing = true;
+    }
+
+    /// Makes the next file write fail with EIO, writing nothing.
+    pub fn fail_next_write(&self) {
+        self.lock().fail_write = Some(libc::EIO);
+    }
+
+    /// Makes the next file sync fail with EIO, dropping what it would have
+    /// made durable.
+    pub fn fail_next_sync(&self) {
+        self.lock().fail_write = None;
+        self.lock().fail_sync = Some(libc::EIO);
+    }
+
+    /// Fills the disk: no file may grow past the bytes they hold now.
+    pub fn fill(&self) {
+        let mut d = self.lock();
+        let used = d.files.values().map(|f| f.contents.len() as u64).sum();
+        d.capacity = Some(used);
+    }
+
+    /// Ends every fault set with the calls above: the disk is replaced or
+    /// space freed (what a failed sync dropped stays lost).
+    pub fn heal(&self) {
+        let mut d = self.lock();
+        d.capacity = None;
+        d.fail_write = None;
+        d.fail_sync = None;
+    }
+
+    /// File syncs so far, failed ones included.
+    pub fn syncs(&self) -> u64 {
+        self.lock().syncs
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, SimDisk> {
@@ -296,6 +445,7 @@ impl SimDir {
                     durable: contents.clone(),
                     contents,
                     unsynced: Vec::new(),
+                    lost: false,
                 },
             );
         }
@@ -331,7 +481,15 @@ fn missing(name: &str) -> io::Error {
 impl WalFile for SimFile {
     fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.with(|d, name| {
+            if let Some(errno) = d.fail_write.take() {
+                return Err(io::Error::from_raw_os_error(errno));
+            }
+            let used: u64 = d.files.values().map(|f| f.contents.len() as u64).sum();
             let f = d.files.get_mut(name).ok_or_else(|| missing(name))?;
+            let grows = (offset + buf.len() as u64).saturating_sub(f.contents.len() as u64);
+            if d.capacity.is_some_and(|c| used + grows > c) {
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
             write_into(&mut f.contents, offset, buf);
             f.unsynced.push((offset, buf.to_vec()));
             Ok(())
@@ -350,8 +508,29 @@ impl WalFile for SimFile {
 
     fn sync_data(&mut self) -> io::Result<()> {
         self.with(|d, name| {
+            d.syncs += 1;
+            if let Some(errno) = d.fail_sync.take() {
+                let f = d.files.get_mut(name).ok_or_else(|| missing(name))?;
+                // Dropped: a crash loses them, and no later sync saves them.
+                f.unsynced.clear();
+                f.lost = true;
+                return Err(io::Error::from_raw_os_error(errno));
+            }
             let skip = d.syncs_do_nothing;
             let f = d.files.get_mut(name).ok_or_else(|| missing(name))?;
+            if f.lost {
+                // Linux reports a failed writeback once; a later fsync
+                // succeeds without writing the dropped pages. Only what was
+                // written after the failure becomes durable.
+                let mut durable = f.durable.clone();
+                for (at, bytes) in f.unsynced.drain(..) {
+                    write_into(&mut durable, at, &bytes);
+                }
+                if !skip {
+                    f.durable = durable;
+                }
+                return Ok(());
+            }
             if !skip {
                 f.durable = f.contents.clone();
                 f.unsynced.clear();
@@ -362,7 +541,12 @@ impl WalFile for SimFile {
 
     fn set_len(&mut self, len: u64) -> io::Result<()> {
         self.with(|d, name| {
+            let used: u64 = d.files.values().map(|f| f.contents.len() as u64).sum();
             let f = d.files.get_mut(name).ok_or_else(|| missing(name))?;
+            let grows = len.saturating_sub(f.contents.len() as u64);
+            if d.capacity.is_some_and(|c| used + grows > c) {
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
             f.contents.resize(len as usize, 0);
             Ok(())
         })

@@ -10,6 +10,7 @@
 
 pub mod core;
 pub mod disk;
+pub mod recover;
 
 use self::core::{Core, Effect, Encoded, LogImage, RecoveryReport};
 use self::disk::{FsDir, WalDir};
@@ -24,6 +25,16 @@ use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, RwLock};
 
 pub use self::core::SEGMENT_BYTES;
+
+/// Reads the log in directory `path` without writing anything (offline
+/// tools: `raftlockd check`, `recover`): the image recovery would start
+/// from, and how it went. Damage is an error carrying a
+/// [`recover::Damage`]; a torn tail is reported, not repaired.
+pub fn read_only(path: &Path) -> io::Result<(LogImage, RecoveryReport)> {
+    let dir = FsDir::read_only(path)?;
+    let found = recover::read_log(&dir)?;
+    Ok((found.image, found.report))
+}
 
 /// Counters that explain log write throughput.
 #[derive(Debug, Default)]
@@ -95,6 +106,8 @@ struct Inner {
     /// The log's last entry as appended, durable or not: a leader's peer
     /// network learns from it that an append is about to go out.
     appended: tokio::sync::watch::Sender<Option<LogId>>,
+    /// Why the log stopped writing, once it has.
+    failed: tokio::sync::watch::Sender<Option<String>>,
     /// The latest committed-index record not yet handed to the writer: it
     /// goes out with the next write somebody waits for, not in a write (and
     /// a wake-up of the writer thread) of its own.
@@ -131,8 +144,8 @@ impl Wal {
             tracing::warn!(
                 segment = seq,
                 offset,
-                dropped_segments = report.dropped_segments,
-                "the log ends in a torn or corrupt record (a crash during a write): continuing from the last whole record"
+                torn_bytes = report.torn_bytes,
+                "the log ends in a torn write (bytes written after the last sync before a crash, never acknowledged): continuing from the last whole batch"
             );
         }
         let stats = Arc::new(FlushStats::default());
@@ -142,11 +155,13 @@ impl Wal {
         let (flushed, _) = tokio::sync::watch::channel(image.last_log_id());
         let (appended, _) = tokio::sync::watch::channel(image.last_log_id());
         let writer_flushed = flushed.clone();
+        let (failed, _) = tokio::sync::watch::channel(None);
         let process: Arc<std::sync::Mutex<dyn Process>> = Arc::new(std::sync::Mutex::new(Writer {
             core,
             stats: writer_stats,
             flushed: writer_flushed,
             failed: None,
+            failure: failed.clone(),
             written_last: None,
             purge_pending: false,
             fsync_seconds: metrics::histogram!("raftlock_fsync_seconds"),
@@ -166,6 +181,7 @@ impl Wal {
                     stats,
                     flushed,
                     appended,
+                    failed,
                     committed: std::sync::Mutex::new(None),
                     early_for: std::sync::OnceLock::new(),
                     process,
@@ -181,6 +197,16 @@ impl Wal {
     /// conflicting suffix is truncated.
     pub fn flushed(&self) -> tokio::sync::watch::Receiver<Option<LogId>> {
         self.inner.flushed.subscribe()
+    }
+
+    /// Why the log stopped taking writes, once a write or a sync failed.
+    /// It never takes one again: after a failed `fdatasync` the kernel may
+    /// have dropped the dirty pages, so what the file holds is unknown
+    /// until it is read back by a restart. A leader's own appends are
+    /// answered before they are durable, so openraft may never hear of the
+    /// failure: the node watches this and stops.
+    pub fn failed(&self) -> tokio::sync::watch::Receiver<Option<String>> {
+        self.inner.failed.subscribe()
     }
 
     /// The log's last entry as appended, before it is durable; goes back
@@ -399,6 +425,8 @@ struct Writer<D: WalDir> {
     /// After a failed write the file's tail is unknown: everything after
     /// is refused rather than written after a hole.
     failed: Option<(io::ErrorKind, String)>,
+    /// Tells the node (see [`Wal::failed`]).
+    failure: tokio::sync::watch::Sender<Option<String>>,
     /// The log's last entry as of the records written so far, published
     /// to `flushed` at each sync.
     written_last: Option<Option<LogId>>,
@@ -460,8 +488,9 @@ impl<D: WalDir> Process for Writer<D> {
                     }
                 }
                 if let Err(e) = &r {
-                    tracing::error!(error = %e, "the write-ahead log failed to write; the node stops accepting entries");
+                    tracing::error!(error = %e, "the write-ahead log failed to write or sync; it takes no further writes");
                     self.failed = Some((e.kind(), e.to_string()));
+                    self.failure.send_replace(Some(e.to_string()));
                 }
                 r
             }
@@ -535,7 +564,23 @@ impl RaftLogStorage<TypeConfig> for Wal {
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError> {
-        Ok(self.image().vote)
+        // openraft reads the vote once, at start, and a node whose saved
+        // vote is its own committed one resumes leading in that term at
+        // once. But a leader that replicates while it writes may have sent
+        // entries its own disk lost in a power loss: leading again in the
+        // same term, it would write other entries under the same log ids
+        // its followers hold, and the logs would fork (an acknowledged
+        // grant then vanishes when leadership moves). Started as a voter
+        // for itself that has not won, it stands for a new term instead,
+        // whose entries replace the lost ones; the vote still binds it in
+        // its old term.
+        let vote = self.image().vote;
+        Ok(match (vote, self.inner.early_for.get()) {
+            (Some(v), Some(me)) if v.is_committed() && v.leader_id().voted_for() == Some(*me) => {
+                Some(Vote::new(v.leader_id().term, *me))
+            }
+            _ => vote,
+        })
     }
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
@@ -601,5 +646,7 @@ impl RaftLogStorage<TypeConfig> for Wal {
     }
 }
 
+#[cfg(test)]
+mod damage_tests;
 #[cfg(test)]
 mod tests;

@@ -664,17 +664,25 @@ impl Driver {
                 },
             },
             248..=249 => {
-                let delayed: Vec<String> = self
+                let delayed: Vec<(String, u64)> = self
                     .machine
                     .lock_delays()
-                    .map(|(n, _)| n.to_owned())
+                    .map(|(n, _, started)| (n.to_owned(), started))
                     .collect();
-                let name = if delayed.is_empty() || d.byte() < 32 {
-                    self.name(d)
+                let (name, started) = if delayed.is_empty() || d.byte() < 32 {
+                    (self.name(d), 1)
                 } else {
                     pick(d, &delayed)
                 };
-                Command::EndLockDelay { name }
+                // The old unnamed end, the current delay's, or a stale one.
+                match d.byte() {
+                    0..=63 => Command::EndLockDelay { name },
+                    64..=191 => Command::EndLockDelayAt { name, started },
+                    _ => Command::EndLockDelayAt {
+                        name,
+                        started: started.saturating_sub(1),
+                    },
+                }
             }
             250..=251 => Command::Resize {
                 name: self.name(d),

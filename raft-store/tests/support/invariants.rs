@@ -947,6 +947,25 @@ fn check_reply(
                     );
                     name
                 }
+                Command::EndLockDelayAt { name, started } => {
+                    // It ends the delay it names, and no other.
+                    let named = before
+                        .lock_delays()
+                        .any(|(n, _, s)| n == name && s == *started);
+                    ensure!(
+                        after.lock_delay(name).is_none() == (named || before.lock_delay(name).is_none()),
+                        "{name:?}: an end of the delay started at {started} left {:?} (before: {:?})",
+                        after.lock_delay(name),
+                        before.lock_delay(name)
+                    );
+                    if !named {
+                        ensure!(
+                            granted.is_empty(),
+                            "a stale end of {name:?}'s delay granted"
+                        );
+                    }
+                    name
+                }
                 Command::Resize { name, permits } => {
                     let want = (*permits != 0).then_some(*permits);
                     ensure!(

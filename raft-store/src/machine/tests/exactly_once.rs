@@ -26,6 +26,28 @@ fn seq_acquire(
     }
 }
 
+/// A sequenced acquire from a client that lists its calls in flight.
+fn acked_acquire(
+    session: SessionId,
+    name: &str,
+    req: u128,
+    seq: u64,
+    acked_below: u64,
+    in_flight: &[u64],
+) -> Command {
+    let Command::Sequenced { command, .. } =
+        seq_acquire(session, name, req, seq, acked_below, None)
+    else {
+        unreachable!()
+    };
+    Command::SequencedAcks {
+        seq,
+        acked_below,
+        in_flight: in_flight.to_vec(),
+        command,
+    }
+}
+
 fn release(log: &mut Log, session: SessionId, name: &str, token: FencingToken) {
     let o = log.apply(Command::Release {
         session,
@@ -296,15 +318,36 @@ fn a_sessions_origin_lives_as_long_as_the_session_and_version_3_still_reads() {
     let bytes = log.m.to_snapshot();
     assert_eq!(LeaseMachine::from_snapshot(&bytes).unwrap(), log.m);
 
-    // What a version 3 build wrote: every field but the origins.
+    // What a version 3 build wrote: every field but the origins, and each
+    // session's bookkeeping without the runs acknowledged one by one.
+    #[derive(serde::Serialize)]
+    struct OnceV3 {
+        key: Option<u128>,
+        acked_below: u64,
+        answers: BTreeMap<u64, ()>,
+    }
     #[derive(serde::Serialize)]
     struct V3<'a> {
         sessions: &'a BTreeMap<SessionId, Session>,
         locks: &'a BTreeMap<String, super::OldLock>,
         owners: &'a BTreeMap<String, u64>,
-        once: &'a BTreeMap<SessionId, super::once::Once>,
+        once: &'a BTreeMap<SessionId, OnceV3>,
         session_keys: &'a BTreeMap<String, SessionId>,
     }
+    assert!(log.m.once.values().all(|o| o.answers.is_empty()));
+    let once_v3: BTreeMap<SessionId, OnceV3> = log
+        .m
+        .once
+        .iter()
+        .map(|(s, o)| {
+            let v3 = OnceV3 {
+                key: o.key,
+                acked_below: o.acked_below,
+                answers: BTreeMap::new(),
+            };
+            (*s, v3)
+        })
+        .collect();
     let mut v3 = b"\0RLSNAP\0".to_vec();
     v3.extend_from_slice(&3u32.to_le_bytes());
     v3.extend(
@@ -312,7 +355,7 @@ fn a_sessions_origin_lives_as_long_as_the_session_and_version_3_still_reads() {
             sessions: &log.m.sessions,
             locks: &super::old_locks(&log.m),
             owners: &log.m.owners,
-            once: &log.m.once,
+            once: &once_v3,
             session_keys: &log.m.session_keys,
         })
         .unwrap(),
@@ -356,4 +399,171 @@ fn a_held_lock_keeps_its_metadata_once_and_one_holder_slot() {
     // The duplicate still gets the grant as it stands, metadata and all.
     let dup = granted(&log.apply(acquire));
     assert_eq!(dup, g);
+}
+
+/// One wait pinned the acknowledged mark, so every later answer was kept
+/// until the session was refused TOO_MANY_UNACKNOWLEDGED: about seven
+/// minutes of a campaign beside ten short locks a second. Acknowledged
+/// call by call, the session keeps only the wait's answer.
+#[test]
+fn one_long_wait_does_not_stall_a_session_that_acknowledges_call_by_call() {
+    let mut log = Log::new();
+    let (holder, s) = (log.session(), log.session());
+    granted(&log.apply(seq_acquire(holder, "campaign", 1, 1, 1, None)));
+    granted(&log.apply(seq_acquire(holder, "short", 2, 2, 2, None)));
+    // s waits for the campaign lock: seq 1 stays in flight all along.
+    let o = log.apply(seq_acquire(s, "campaign", 1, 1, 1, Some(3_600_000)));
+    assert!(matches!(o.reply, Ok(Reply::Queued { .. })), "{o}");
+    let n = raftlock_proto::limits::MAX_UNACKED_REQUESTS_PER_SESSION as u64 + 1_000;
+
+    // Acknowledging by the mark alone: refused once the window fills.
+    let mut by_mark = log.clone();
+    let refused = (2..=n).find(|&seq| {
+        let o = by_mark.apply(seq_acquire(s, "short", seq as u128, seq, 1, None));
+        matches!(o.reply, Err(LeaseError::TooManyUnacknowledged { .. }))
+    });
+    assert_eq!(
+        refused,
+        Some(raftlock_proto::limits::MAX_UNACKED_REQUESTS_PER_SESSION as u64 + 1)
+    );
+
+    // Listing what is in flight: never refused, one answer kept besides
+    // the newest.
+    for seq in 2..=n {
+        let o = log.apply(acked_acquire(s, "short", seq as u128, seq, 1, &[1, seq]));
+        assert!(matches!(o.reply, Ok(Reply::Busy { .. })), "seq {seq}: {o}");
+    }
+    let (mark, kept) = log.m.exactly_once(s);
+    assert_eq!((mark, kept), (1, vec![1, n]));
+    assert_eq!(log.m.once[&s].acked.len(), 1, "one run: 2 up to the newest");
+    // The wait still answers its retries, and is granted when freed.
+    let Command::Sequenced { command, .. } = seq_acquire(s, "campaign", 1, 1, 1, Some(3_600_000))
+    else {
+        unreachable!()
+    };
+    let o = log.apply(Command::SequencedAcks {
+        seq: 1,
+        acked_below: 1,
+        in_flight: vec![1],
+        command,
+    });
+    assert!(matches!(o.reply, Ok(Reply::Queued { .. })), "{o}");
+}
+
+/// A number acknowledged one by one is refused like one below the mark,
+/// however late its duplicate comes, and never runs again.
+#[test]
+fn a_late_duplicate_of_a_call_acknowledged_one_by_one_is_refused() {
+    let mut log = Log::new();
+    let (holder, s) = (log.session(), log.session());
+    granted(&log.apply(seq_acquire(holder, "busy", 1, 1, 1, None)));
+    log.apply(seq_acquire(s, "busy", 1, 1, 1, Some(60_000)));
+    // seq 2 takes a free lock; its answer comes back; seq 3 acknowledges it.
+    let late = acked_acquire(s, "free", 2, 2, 1, &[1, 2]);
+    let token = granted(&log.apply(late.clone())).token;
+    release(&mut log, s, "free", token);
+    let o = log.apply(acked_acquire(s, "other", 3, 3, 1, &[1, 3]));
+    assert!(o.reply.is_ok(), "{o}");
+    assert_eq!(log.m.exactly_once(s), (1, vec![1, 3]));
+    // seq 2's first packet, delayed all this time: refused, not granted.
+    let o = log.apply(late);
+    assert!(
+        matches!(o.reply, Err(LeaseError::RequestAcknowledged { seq: 2, .. })),
+        "{o}"
+    );
+    assert_eq!(grants(&o), 0);
+    // The wait ends; the mark then moves past everything answered.
+    log.apply(Command::CancelWait {
+        session: s,
+        name: "busy".into(),
+        request_id: RequestId(1),
+    });
+    log.apply(acked_acquire(s, "other2", 4, 4, 4, &[4]));
+    assert_eq!(log.m.exactly_once(s), (4, vec![4]));
+    assert!(log.m.once[&s].acked.is_empty());
+    // A list longer than a client may send is refused.
+    let many: Vec<u64> = (5..5 + raftlock_proto::limits::MAX_IN_FLIGHT_LISTED as u64 + 1).collect();
+    let o = log.apply(acked_acquire(s, "other3", 5, 5, 4, &many));
+    assert!(
+        matches!(o.reply, Err(LeaseError::InvalidArgument(_))),
+        "{o}"
+    );
+}
+
+/// Version 6 keeps the runs acknowledged one by one and each delay's
+/// start; version 5 snapshots read with none and delays started at 0.
+#[test]
+fn version_6_keeps_acknowledged_runs_and_version_5_still_reads() {
+    let mut log = Log::new();
+    let (holder, s) = (log.session(), log.session());
+    granted(&log.apply(seq_acquire(holder, "busy", 1, 1, 1, None)));
+    log.apply(seq_acquire(s, "busy", 1, 1, 1, Some(60_000)));
+    log.apply(acked_acquire(s, "busy", 2, 2, 1, &[1, 2]));
+    log.apply(acked_acquire(s, "busy", 3, 3, 1, &[1, 3]));
+    log.apply(acked_acquire(s, "busy", 5, 5, 1, &[1, 4, 5]));
+    assert_eq!(
+        log.m.once[&s].acked,
+        BTreeMap::from([(2, 4)]),
+        "2 and 3 acknowledged, 4 in flight"
+    );
+    let bytes = log.m.to_snapshot();
+    assert_eq!(&bytes[8..12], &6u32.to_le_bytes());
+    assert_eq!(LeaseMachine::from_snapshot(&bytes).unwrap(), log.m);
+
+    // What a version 5 build wrote: the same fields, without the runs,
+    // and each delay's length alone.
+    #[derive(serde::Serialize)]
+    struct OnceV5<'a> {
+        key: Option<u128>,
+        acked_below: u64,
+        answers: &'a BTreeMap<u64, Box<super::once::Recorded>>,
+    }
+    #[derive(serde::Serialize)]
+    struct V5<'a> {
+        sessions: &'a BTreeMap<SessionId, Session>,
+        locks: &'a BTreeMap<String, LockState>,
+        owners: &'a BTreeMap<String, u64>,
+        once: BTreeMap<SessionId, OnceV5<'a>>,
+        session_keys: &'a BTreeMap<String, SessionId>,
+        origins: &'a BTreeMap<SessionId, Origin>,
+        delayed: BTreeMap<String, u64>,
+        sizes: &'a BTreeMap<String, u32>,
+        rate_clock_ns: u64,
+        buckets: &'a BTreeMap<String, Bucket>,
+    }
+    let m = &log.m;
+    let v5 = V5 {
+        sessions: &m.sessions,
+        locks: &m.locks,
+        owners: &m.owners,
+        once: m
+            .once
+            .iter()
+            .map(|(id, o)| {
+                let once = OnceV5 {
+                    key: o.key,
+                    acked_below: o.acked_below,
+                    answers: &o.answers,
+                };
+                (*id, once)
+            })
+            .collect(),
+        session_keys: &m.session_keys,
+        origins: &m.origins,
+        delayed: BTreeMap::from([("x".to_string(), 5_000)]),
+        sizes: &m.sizes,
+        rate_clock_ns: m.rate_clock_ns,
+        buckets: &m.buckets,
+    };
+    let mut bytes = b"\0RLSNAP\0".to_vec();
+    bytes.extend_from_slice(&5u32.to_le_bytes());
+    bytes.extend(postcard::to_allocvec(&v5).unwrap());
+    let read = LeaseMachine::from_snapshot(&bytes).unwrap();
+    assert_eq!(read.sessions, log.m.sessions);
+    assert_eq!(read.once[&s].answers, log.m.once[&s].answers);
+    assert!(read.once[&s].acked.is_empty());
+    assert_eq!(
+        read.lock_delays().collect::<Vec<_>>(),
+        vec![("x", 5_000, 0)]
+    );
 }

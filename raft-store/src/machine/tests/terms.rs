@@ -186,6 +186,57 @@ fn an_expired_holders_lock_delay_holds_everyone_back_until_the_leader_ends_it() 
     assert_eq!(log.m.lock_delay("x"), None);
 }
 
+/// Two leaders (or one retrying an ambiguous proposal) may both end the
+/// same delay; the second end used to apply after a newer delay had
+/// started, and end that one early. An end names the delay it ends now.
+#[test]
+fn a_late_end_of_an_earlier_lock_delay_leaves_a_newer_one_running() {
+    let mut log = Log::new();
+    let (a, b) = (log.session(), log.session());
+    granted(&log.apply(termed(a, "x", 1, Mode::Exclusive, delay(5_000))));
+    log.apply(termed(b, "x", 2, Mode::Exclusive, delay(3_000)));
+    log.apply(Command::ExpireSessions { sessions: vec![a] });
+    let (_, _, first) = log.m.lock_delays().next().expect("a's delay runs");
+    let o = log.apply(Command::EndLockDelayAt {
+        name: "x".into(),
+        started: first,
+    });
+    assert!(
+        matches!(&o.reply, Ok(Reply::LockDelayEnded { granted }) if granted.len() == 1),
+        "{o}"
+    );
+    // b held it and lost it: a second delay.
+    log.apply(Command::ExpireSessions { sessions: vec![b] });
+    let (_, ms, second) = log.m.lock_delays().next().expect("b's delay runs");
+    assert_eq!(ms, 3_000);
+    assert_ne!(second, first);
+    // The other end of the first delay arrives late: nothing ends.
+    let mut stale = log.m.clone();
+    let o = log.apply(Command::EndLockDelayAt {
+        name: "x".into(),
+        started: first,
+    });
+    assert!(
+        matches!(&o.reply, Ok(Reply::LockDelayEnded { granted }) if granted.is_empty()),
+        "{o}"
+    );
+    assert_eq!(log.m.lock_delay("x"), Some(3_000));
+    // What the unnamed end, all a leader proposed before, did instead (it
+    // is still applied as written, for entries already in logs).
+    stale.apply(&Command::EndLockDelay { name: "x".into() }, 1_000, 1_000);
+    assert_eq!(
+        stale.lock_delay("x"),
+        None,
+        "the unnamed end ends whatever runs"
+    );
+    // Its own end ends it.
+    log.apply(Command::EndLockDelayAt {
+        name: "x".into(),
+        started: second,
+    });
+    assert_eq!(log.m.lock_delay("x"), None);
+}
+
 #[test]
 fn a_clean_release_or_close_starts_no_lock_delay_and_a_force_release_does() {
     let mut log = Log::new();
