@@ -97,6 +97,10 @@ fn describe() {
     describe_gauge!("raftlock_raft_term", "Current Raft term");
     describe_gauge!("raftlock_raft_is_leader", "1 on the leader, 0 elsewhere");
     describe_gauge!(
+        "raftlock_leader_cut_off",
+        "1 while this node leads but no quorum has acknowledged it for longer than the leader lease: it refuses requests as unavailable until one does"
+    );
+    describe_gauge!(
         "raftlock_raft_state",
         "1 for the node's current Raft state (label state)"
     );
@@ -134,6 +138,18 @@ fn describe() {
     describe_gauge!("raftlock_sessions", "Live sessions");
     describe_gauge!("raftlock_locks", "Locks held or waited for");
     describe_gauge!("raftlock_waiters", "Queued acquisitions");
+    describe_gauge!(
+        "raftlock_recorded_answers",
+        "Answers kept for exactly-once retries, over all sessions"
+    );
+    describe_gauge!(
+        "raftlock_waits_registered",
+        "Waiting calls this node is answering (its own callers)"
+    );
+    describe_gauge!(
+        "raftlock_runtime_tasks",
+        "Tasks alive in this process's async runtime"
+    );
     describe_counter!(
         "raftlock_grants_total",
         "Grants applied (direct and handoff)"
@@ -179,6 +195,11 @@ fn describe() {
         "raftlock_lock_queue_position",
         Unit::Count,
         "Place in its lock's queue of each acquisition that had to wait (1 = first in line)"
+    );
+    describe_gauge!(
+        "raftlock_no_space_alarm",
+        Unit::Count,
+        "1 while the data dir is below its free-space reserve (the leader then refuses new sessions, acquires and takes with NO_SPACE)"
     );
     describe_gauge!(
         "raftlock_data_dir_free_bytes",
@@ -242,7 +263,7 @@ const METRICS_EVERY: Duration = Duration::from_millis(50);
 
 /// Keeps the Raft and state-machine gauges current, and counts grants and
 /// session ends as entries are applied. Runs until the Raft stops.
-pub async fn track(node: Arc<Node>, data_dir: std::path::PathBuf) {
+pub async fn track(node: Arc<Node>, waits: Arc<crate::locks::waits::Waits>) {
     let mut raft = node.raft.metrics();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut leader = None;
@@ -288,17 +309,19 @@ pub async fn track(node: Arc<Node>, data_dir: std::path::PathBuf) {
                 tokio::time::sleep(METRICS_EVERY).await;
             }
             _ = tick.tick() => {
-                let (sessions, locks, waiters) = node.state.read().machine.counts();
+                let ((sessions, locks, waiters), answers) = {
+                    let state = node.state.read();
+                    (state.machine.counts(), state.machine.recorded_answers())
+                };
                 gauge!("raftlock_sessions").set(sessions as f64);
                 gauge!("raftlock_locks").set(locks as f64);
                 gauge!("raftlock_waiters").set(waiters as f64);
+                gauge!("raftlock_recorded_answers").set(answers as f64);
+                gauge!("raftlock_waits_registered").set(waits.len() as f64);
+                gauge!("raftlock_runtime_tasks")
+                    .set(tokio::runtime::Handle::current().metrics().num_alive_tasks() as f64);
                 let oldest = lock(&holds).oldest_age_seconds();
                 gauge!("raftlock_lock_oldest_hold_seconds").set(oldest);
-                if let Ok(fs) = nix::sys::statvfs::statvfs(&data_dir) {
-                    let block = fs.fragment_size() as f64;
-                    gauge!("raftlock_data_dir_free_bytes").set(fs.blocks_available() as f64 * block);
-                    gauge!("raftlock_data_dir_size_bytes").set(fs.blocks() as f64 * block);
-                }
             }
         }
     }
@@ -432,7 +455,61 @@ pub async fn serve(
 }
 
 async fn metrics_text(State(s): State<AdminState>) -> String {
-    s.handle.render()
+    let mut text = s.handle.render();
+    limit_series(&s.node.state.read().machine, &mut text);
+    text
+}
+
+/// Most rate limits given series of their own; the rest are summed under
+/// `limit="_other"`, so a cluster with many limits keeps a bounded label set.
+pub const LIMIT_SERIES: usize = 100;
+
+/// Per-limit counts as of the applied state, appended to a scrape: each
+/// limit's tokens admitted and takes refused since it was defined (the same
+/// on every node). Read at scrape time, so a deleted limit's series is gone
+/// from the next scrape, and the first `LIMIT_SERIES` names (in name order)
+/// get series of their own.
+fn limit_series(machine: &raftlock_store::machine::LeaseMachine, out: &mut String) {
+    use std::fmt::Write;
+    let limits = machine.rate_limits();
+    let mut own = Vec::new();
+    let (mut other_admitted, mut other_refused, mut others) = (0u64, 0u64, 0usize);
+    for (name, b) in limits {
+        if own.len() < LIMIT_SERIES {
+            own.push((name, b.admitted, b.refused));
+        } else {
+            other_admitted = other_admitted.saturating_add(b.admitted);
+            other_refused = other_refused.saturating_add(b.refused);
+            others += 1;
+        }
+    }
+    let label = |name: &str| {
+        name.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+    };
+    for (metric, help, pick) in [
+        (
+            "raftlock_ratelimit_limit_admitted_total",
+            "Tokens a rate limit admitted since it was defined (replicated state; the same on every node)",
+            0,
+        ),
+        (
+            "raftlock_ratelimit_limit_refused_total",
+            "Takes a rate limit refused since it was defined (replicated state; the same on every node)",
+            1,
+        ),
+    ] {
+        let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} counter");
+        for (name, admitted, refused) in &own {
+            let v = if pick == 0 { admitted } else { refused };
+            let _ = writeln!(out, "{metric}{{limit=\"{}\"}} {v}", label(name));
+        }
+        if others > 0 {
+            let v = if pick == 0 { other_admitted } else { other_refused };
+            let _ = writeln!(out, "{metric}{{limit=\"_other\"}} {v}");
+        }
+    }
 }
 
 /// Ready: this node is a member of a cluster with a known leader and has

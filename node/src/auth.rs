@@ -335,8 +335,26 @@ impl Authenticator {
     /// The caller of `req`: from its bearer token, else from its verified
     /// client certificate; UNAUTHENTICATED when neither names an identity.
     pub fn authenticate<T>(&self, req: &Request<T>) -> Result<Arc<Caller>, Status> {
+        self.authenticate_with(req).map(|(c, _)| c)
+    }
+
+    /// The caller the `credential` a stream opened with names in this
+    /// file, if it still names one.
+    fn resolve(&self, credential: &Credential) -> Option<Arc<Caller>> {
         if !self.enabled {
-            return Ok(Caller::unrestricted());
+            return Some(Caller::unrestricted());
+        }
+        match credential {
+            Credential::None => None,
+            Credential::Token(hash) => self.by_token_hash.get(hash).cloned(),
+            Credential::Cert(cn) => self.by_cert_cn.get(cn).cloned(),
+        }
+    }
+
+    /// [`Authenticator::authenticate`], with the credential it went by.
+    fn authenticate_with<T>(&self, req: &Request<T>) -> Result<(Arc<Caller>, Credential), Status> {
+        if !self.enabled {
+            return Ok((Caller::unrestricted(), Credential::None));
         }
         if let Some(value) = req.metadata().get("authorization") {
             let token = value
@@ -350,20 +368,23 @@ impl Authenticator {
                         "the authorization header must be \"Bearer <token>\"",
                     )
                 })?;
+            let hash = token_hash(token);
             return self
                 .by_token_hash
-                .get(&token_hash(token))
+                .get(&hash)
                 .cloned()
+                .map(|c| (c, Credential::Token(hash)))
                 .ok_or_else(|| reason::status(Reason::Unauthenticated, "unknown bearer token"));
         }
         if let Some(certs) = req.peer_certs() {
             if let Some(cn) = certs.first().and_then(|c| common_name(c.as_ref())) {
-                return self.by_cert_cn.get(&cn).cloned().ok_or_else(|| {
-                    reason::status(
+                return match self.by_cert_cn.get(&cn).cloned() {
+                    Some(c) => Ok((c, Credential::Cert(cn))),
+                    None => Err(reason::status(
                         Reason::Unauthenticated,
                         format!("client certificate {cn:?} names no identity in the auth file"),
-                    )
-                });
+                    )),
+                };
             }
         }
         Err(reason::status(Reason::Unauthenticated,
@@ -377,6 +398,80 @@ fn common_name(der: &[u8]) -> Option<String> {
     let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
     let cn = cert.subject().iter_common_name().next()?;
     cn.as_str().ok().map(str::to_owned)
+}
+
+/// What a request authenticated with, kept so that a stream can look its
+/// caller up again in the auth file in force.
+#[derive(Clone, Debug)]
+enum Credential {
+    /// Authentication was off.
+    None,
+    /// A bearer token, by its hash.
+    Token(String),
+    /// A client certificate, by its common name.
+    Cert(String),
+}
+
+/// A long-lived stream's caller, looked up again in the auth file in force
+/// each time the stream acts: an identity removed on reload (or whose
+/// token or certificate name changed) stops renewing its sessions,
+/// receiving watch events and running pipelined calls, instead of keeping
+/// the rights it had when the stream opened.
+#[derive(Clone, Debug)]
+pub struct StreamCaller {
+    auth: Option<SharedAuth>,
+    credential: Credential,
+    opened: Arc<Caller>,
+}
+
+impl StreamCaller {
+    /// A caller that is never looked up again (authentication off, or a
+    /// request that reached a service without the interceptor).
+    pub fn fixed(caller: Arc<Caller>) -> StreamCaller {
+        StreamCaller {
+            auth: None,
+            credential: Credential::None,
+            opened: caller,
+        }
+    }
+
+    /// The caller now: its identity as the auth file in force has it, or
+    /// UNAUTHENTICATED if that file no longer knows the credential.
+    pub fn now(&self) -> Result<Arc<Caller>, NodeError> {
+        let Some(auth) = &self.auth else {
+            return Ok(self.opened.clone());
+        };
+        auth.load().resolve(&self.credential).ok_or_else(|| {
+            NodeError::Unauthenticated(format!(
+                "identity {:?} is no longer in the auth file (it was reloaded)",
+                self.opened.name()
+            ))
+        })
+    }
+
+    /// The caller when the stream opened.
+    pub fn opened(&self) -> &Arc<Caller> {
+        &self.opened
+    }
+}
+
+/// Authenticates `req` against the auth file in force: its caller now, and
+/// the same caller to be looked up again as a stream goes on.
+pub fn authenticate_stream<T>(auth: &SharedAuth, req: &Request<T>) -> Result<StreamCaller, Status> {
+    let (caller, credential) = auth.load().authenticate_with(req)?;
+    Ok(StreamCaller {
+        auth: Some(auth.clone()),
+        credential,
+        opened: caller,
+    })
+}
+
+/// The caller of a streaming request, to be looked up again as it goes.
+pub fn stream_caller<T>(req: &Request<T>) -> Result<StreamCaller, Status> {
+    match req.extensions().get::<StreamCaller>() {
+        Some(s) => Ok(s.clone()),
+        None => caller(req).map(StreamCaller::fixed),
+    }
 }
 
 /// The caller an interceptor attached to the request.
@@ -409,10 +504,15 @@ pub struct Authenticate(pub SharedAuth);
 
 impl tonic::service::Interceptor for Authenticate {
     fn call(&mut self, mut req: Request<()>) -> Result<Request<()>, Status> {
-        let caller = self.0.load().authenticate(&req).inspect_err(|s| {
+        let (caller, credential) = self.0.load().authenticate_with(&req).inspect_err(|s| {
             metrics::counter!("raftlock_auth_failures_total").increment(1);
             tracing::info!(remote = ?req.remote_addr(), reason = %s.message(), "request refused: not authenticated");
         })?;
+        req.extensions_mut().insert(StreamCaller {
+            auth: Some(self.0.clone()),
+            credential,
+            opened: caller.clone(),
+        });
         req.extensions_mut().insert(caller);
         Ok(req)
     }

@@ -83,6 +83,12 @@ pub struct NodeArgs {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot_every: Option<u64>,
+    /// Size of each write-ahead log segment file, in MiB, preallocated
+    /// when it starts [default: 64; 1 to 1024]. Smaller segments suit a
+    /// small volume: a snapshot frees whole segments.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wal_segment_mb: Option<u64>,
     /// Commands with lock events each node remembers for watchers, so that
     /// a watch can resume after a reconnect [default: 10000].
     #[arg(long)]
@@ -117,12 +123,24 @@ pub struct NodeArgs {
     #[arg(long, value_enum)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub follower_flush: Option<FollowerFlush>,
+    /// Free space the data dir keeps in reserve, in MiB: below it the
+    /// leader refuses new sessions, acquires and takes (`NO_SPACE`) while
+    /// releases, closes and keep-alives go on [default: 256, or 5 % of a
+    /// smaller file system; 0 turns the alarm off].
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub space_reserve_mb: Option<u64>,
     /// Fault injection, never for production: keep the log's writes in
     /// memory until they are synced, so that killing the node loses what a
     /// power loss would (for power-loss drills and tests).
     #[arg(long, hide = true)]
     #[serde(skip_serializing_if = "is_false")]
     pub fault_lose_unsynced: bool,
+    /// Fault injection, never for production: add this many ms to every
+    /// fdatasync of the log (a slow disk, for fault-injection runs).
+    #[arg(long, hide = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault_sync_delay_ms: Option<u64>,
     /// Log format: text or json [default: text].
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -209,6 +227,8 @@ pub struct Settings {
     pub election_timeout_ms: u64,
     /// Entries between snapshots.
     pub snapshot_every: u64,
+    /// WAL segment size, MiB.
+    pub wal_segment_mb: u64,
     /// Commands with lock events remembered for watchers.
     pub watch_history: usize,
     /// Most commands per log entry.
@@ -219,8 +239,13 @@ pub struct Settings {
     pub leader_flush: LeaderFlush,
     /// Where a follower syncs the entries its leader sends.
     pub follower_flush: FollowerFlush,
+    /// Free-space reserve, MiB (`None`: the default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub space_reserve_mb: Option<u64>,
     /// Fault injection: log writes stay in memory until synced.
     pub fault_lose_unsynced: bool,
+    /// Fault injection: ms added to every log sync.
+    pub fault_sync_delay_ms: u64,
     /// `text` or `json`.
     pub log_format: String,
     /// Log filter (none: RUST_LOG or `info,openraft=warn`).
@@ -252,12 +277,15 @@ impl Default for Settings {
             heartbeat_ms: 100,
             election_timeout_ms: DEFAULT_ELECTION_TIMEOUT_MS,
             snapshot_every: 10_000,
+            wal_segment_mb: 64,
             watch_history: crate::locks::watch::DEFAULT_HISTORY,
             max_batch_commands: crate::batch::MAX_BATCH,
             proposals_in_flight: crate::batch::IN_FLIGHT,
             leader_flush: LeaderFlush::Parallel,
             follower_flush: FollowerFlush::Inline,
+            space_reserve_mb: None,
             fault_lose_unsynced: false,
+            fault_sync_delay_ms: 0,
             log_format: "text".into(),
             log_level: None,
             listen_metrics: None,
@@ -388,10 +416,16 @@ pub struct NodeConfig {
     pub leader_flush: LeaderFlush,
     /// Where a follower syncs its leader's entries.
     pub follower_flush: FollowerFlush,
+    /// Free-space reserve in bytes (`None`: the default; 0: off).
+    pub space_reserve: Option<u64>,
     /// Log writes stay in memory until synced (fault injection).
     pub fault_lose_unsynced: bool,
+    /// Added to every log sync (fault injection).
+    pub fault_sync_delay: Option<Duration>,
     /// Entries between snapshots.
     pub snapshot_every: u64,
+    /// Bytes of each WAL segment file.
+    pub wal_segment_bytes: u64,
     /// Commands with lock events remembered for watchers.
     pub watch_history: usize,
     /// `text` or `json`.
@@ -561,6 +595,12 @@ impl Settings {
                 ),
             });
         }
+        if !(1..=1024).contains(&self.wal_segment_mb) {
+            return Err(ConfigError::Invalid {
+                setting: "--wal-segment-mb",
+                reason: format!("{} is not between 1 and 1024", self.wal_segment_mb),
+            });
+        }
         if self.log_format != "text" && self.log_format != "json" {
             return Err(ConfigError::Invalid {
                 setting: "--log-format",
@@ -581,8 +621,12 @@ impl Settings {
             proposals_in_flight,
             leader_flush: self.leader_flush,
             follower_flush: self.follower_flush,
+            space_reserve: self.space_reserve_mb.map(|mb| mb << 20),
             fault_lose_unsynced: self.fault_lose_unsynced,
+            fault_sync_delay: (self.fault_sync_delay_ms > 0)
+                .then(|| Duration::from_millis(self.fault_sync_delay_ms)),
             snapshot_every: self.snapshot_every,
+            wal_segment_bytes: self.wal_segment_mb << 20,
             watch_history: self.watch_history,
             log_format: self.log_format,
             log_level: self.log_level,

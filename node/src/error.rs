@@ -36,9 +36,16 @@ pub enum NodeError {
     /// The caller may not do this.
     #[error("permission denied: {0}")]
     PermissionDenied(String),
+    /// The caller's credentials no longer name an identity (an auth file
+    /// reloaded under an open stream).
+    #[error("unauthenticated: {0}")]
+    Unauthenticated(String),
     /// A limit was reached.
     #[error("limit reached: {0}")]
     ResourceExhausted(String),
+    /// The data dir is below its free-space reserve.
+    #[error("{0}")]
+    NoSpace(String),
     /// A session TTL outside this cluster's configured range (the state
     /// machine's own range is wider).
     #[error("ttl_ms {ttl_ms} is out of this cluster's range {min_ms}..={max_ms} ms")]
@@ -70,7 +77,9 @@ impl NodeError {
             NodeError::InvalidArgument(_) => Reason::InvalidArgument,
             NodeError::Stopped(_) => Reason::Stopping,
             NodeError::PermissionDenied(_) => Reason::PermissionDenied,
+            NodeError::Unauthenticated(_) => Reason::Unauthenticated,
             NodeError::ResourceExhausted(_) => Reason::LimitExceeded,
+            NodeError::NoSpace(_) => Reason::NoSpace,
             NodeError::TtlOutOfRange { .. } => Reason::TtlOutOfRange,
             NodeError::WatchCompacted(_) => Reason::WatchCompacted,
             NodeError::Internal(_) => Reason::Internal,
@@ -122,6 +131,7 @@ pub fn lease_reason(e: &LeaseError) -> Reason {
         LeaseError::LimitNotFound { .. } => Reason::LimitNotFound,
         LeaseError::LimitConflict { .. } => Reason::LimitConflict,
         LeaseError::TooManyLimits { .. } => Reason::LimitExceeded,
+        LeaseError::NotLeaseOwner { .. } => Reason::PermissionDenied,
     }
 }
 

@@ -20,6 +20,7 @@
 pub mod admin;
 pub mod auth;
 pub mod batch;
+pub mod cluster_identity;
 pub mod config;
 pub mod confirm;
 pub mod error;
@@ -32,6 +33,7 @@ pub mod node;
 pub mod peer_codec;
 pub mod reload;
 pub mod server;
+pub mod space;
 pub mod tls;
 pub mod transfer;
 pub mod ui;

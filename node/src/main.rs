@@ -2,6 +2,7 @@
 //! cluster of them for development.
 
 mod dev;
+mod disk;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -45,6 +46,18 @@ enum Command {
     /// added back (docs/operations.md, "Losing a majority"). The old data
     /// dir is kept beside it.
     Recover(RecoverArgs),
+    /// Verify a stopped node's data dir offline, reading and changing
+    /// nothing else: every WAL segment header, batch and record checksum,
+    /// the vote, committed index and purge point, and the snapshot's
+    /// checksum. Prints a report; exits 1 if anything is damaged. Run it
+    /// before a restore and after a disk incident (docs/operations.md,
+    /// "When a disk fails").
+    Check(disk::CheckArgs),
+    /// Rebuild this stopped node, whose data dir is damaged, from the
+    /// healthy majority: remove it from the voters, set its data dir
+    /// aside, and leave an empty one that rejoins as a learner when the
+    /// node starts (docs/operations.md, "When a disk fails").
+    Repair(disk::RepairArgs),
     /// Probe this node's admin listener (for container HEALTHCHECKs, which
     /// may have no shell or curl): exit 0 if /ready (or --path) answers
     /// 200.
@@ -134,9 +147,21 @@ async fn recover(a: RecoverArgs) -> anyhow::Result<()> {
         );
         backup::export_everything(&old).await?
     };
+    // Tokens are index × 2^16 + position in a u64: an index past 2^48
+    // would wrap them back below tokens already issued. Half that space is
+    // left for the new cluster to run in.
+    const MAX_FLOOR: u64 = 1 << 47;
     let floor = last_index
         .checked_add(a.token_gap)
-        .context("--token-gap is too large")?;
+        .filter(|f| *f <= MAX_FLOOR)
+        .with_context(|| {
+            format!(
+                "--token-gap {} would start the new cluster at log index {}, past {MAX_FLOOR}: its fencing tokens (index × 65536) would wrap below tokens already issued; use at most {}",
+                a.token_gap,
+                u128::from(last_index) + u128::from(a.token_gap),
+                MAX_FLOOR.saturating_sub(last_index)
+            )
+        })?;
     let now = raftlock_node::batch::now_ms();
     let kept = a
         .data_dir
@@ -248,6 +273,17 @@ async fn main() -> anyhow::Result<()> {
             dev::run(args, shutdown_signal()).await
         }
         Some(Command::Healthcheck(args)) => healthcheck(args).await,
+        Some(Command::Check(args)) => {
+            init_logging("text", Some("warn"));
+            if !disk::check(args)? {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+        Some(Command::Repair(args)) => {
+            init_logging("text", Some("warn"));
+            disk::repair(args).await
+        }
         Some(Command::Restore(args)) => {
             init_logging("text", Some("warn"));
             restore(args).await

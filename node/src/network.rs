@@ -31,6 +31,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
 
+/// A Raft client that says which cluster it calls from.
+type PeerClient = RaftClient<
+    tonic::service::interceptor::InterceptedService<
+        Channel,
+        crate::cluster_identity::SendClusterId,
+    >,
+>;
+
 /// Makes connections to peers, caching one channel per (node, address).
 #[derive(Clone, Default)]
 pub struct PeerNetwork {
@@ -53,6 +61,8 @@ pub struct PeerNetwork {
     /// This node's log as appended: a commit-only heartbeat is dropped when
     /// it shows an append on its way (see `PeerConnection::superseded`).
     appended: Option<tokio::sync::watch::Receiver<Option<LogId>>>,
+    /// This node's cluster id, sent with every call.
+    cluster: Option<crate::cluster_identity::ClusterIdentity>,
 }
 
 /// How long a commit-only heartbeat waits for an append to carry its
@@ -75,6 +85,13 @@ impl PeerNetwork {
             tls: tls.map(|t| Arc::new(arc_swap::ArcSwap::from_pointee(t))),
             ..Default::default()
         }
+    }
+
+    /// Sends `cluster`'s id with every call, so that a node of another
+    /// cluster refuses them and a joining node learns it.
+    pub fn cluster(mut self, cluster: crate::cluster_identity::ClusterIdentity) -> Self {
+        self.cluster = Some(cluster);
+        self
     }
 
     /// Uses `tls` for the connections made from now on (a reload of the
@@ -147,7 +164,7 @@ struct PeerLacks {
 /// A connection to one peer.
 pub struct PeerConnection {
     target: NodeId,
-    client: Result<RaftClient<Channel>, String>,
+    client: Result<PeerClient, String>,
     lacks: Arc<PeerLacks>,
     flushed: Option<tokio::sync::watch::Receiver<Option<LogId>>>,
     /// The open `AppendEntriesStream`, if any: opened on the first append
@@ -182,14 +199,17 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
     type Network = PeerConnection;
 
     async fn new_client(&mut self, target: NodeId, node: &NodeInfo) -> Self::Network {
-        let client = self
-            .channel(target, &node.peer_addr)
-            .map(|c| {
-                RaftClient::new(c)
-                    .max_decoding_message_size(64 << 20)
-                    .max_encoding_message_size(64 << 20)
-            })
-            .map_err(|e| format!("bad peer address {:?}: {e}", node.peer_addr));
+        let client =
+            self.channel(target, &node.peer_addr)
+                .map(|c| {
+                    let cluster = self.cluster.clone().unwrap_or_else(|| {
+                        crate::cluster_identity::ClusterIdentity::fixed(target, "")
+                    });
+                    RaftClient::with_interceptor(c, crate::cluster_identity::SendClusterId(cluster))
+                        .max_decoding_message_size(64 << 20)
+                        .max_encoding_message_size(64 << 20)
+                })
+                .map_err(|e| format!("bad peer address {:?}: {e}", node.peer_addr));
         let lacks = self
             .lacks
             .lock()
@@ -274,7 +294,7 @@ impl PeerConnection {
 
     /// One attempt: encodes `req` in the chosen format and sends it.
     async fn send<Req: Serialize>(
-        client: &mut RaftClient<Channel>,
+        client: &mut PeerClient,
         method: &'static str,
         req: &Req,
         option: &RPCOption,

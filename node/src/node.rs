@@ -31,13 +31,17 @@ pub struct Node {
     /// Set while this leader hands leadership over: writes are refused so
     /// they do not keep the followers' leader lease fresh.
     pub transferring: Arc<AtomicBool>,
+    /// Set once the node has begun to shut down (before any handover), for
+    /// good.
+    pub shutting_down: Arc<AtomicBool>,
     /// Becomes true when the node starts shutting down (after any
     /// leadership handover), so long-lived streams can end at once and
     /// send their clients to the new leader instead of stalling while the
     /// listeners drain.
     pub stopping: tokio::sync::watch::Receiver<bool>,
-    /// The cluster this node's data dir belongs to (empty until it joins).
-    pub cluster_id: String,
+    /// The cluster this node belongs to (empty until a joining node hears
+    /// from a leader).
+    pub cluster_id: crate::cluster_identity::ClusterIdentity,
     /// The operator's limits.
     pub limits: crate::limits::Limits,
     /// What each client connection has open.
@@ -48,6 +52,64 @@ pub struct Node {
     pub batcher: crate::batch::Batcher,
     /// Log write counters (fsyncs, entries made durable).
     pub log_stats: Arc<raftlock_store::wal::FlushStats>,
+    /// Whether the data dir is below its free-space reserve.
+    pub space: Arc<crate::space::SpaceAlarm>,
+    /// True while this node leads but no quorum has acknowledged it for
+    /// longer than `leader_lease` (`watch_quorum`): it is likely cut off,
+    /// and a new leader may already serve on the other side.
+    pub cut_off: tokio::sync::watch::Receiver<bool>,
+}
+
+/// Keeps `cut_off` true while `raft` leads without a quorum's
+/// acknowledgement for longer than `lease`, checked every `every`, until
+/// `stop`. openraft 0.9 keeps such a leader leading until it hears a higher
+/// term, and its proposals never commit: without this, a client whose
+/// request reached it waited out its whole attempt timeout (a waiting
+/// acquire, its whole wait) while a new leader served the others.
+///
+/// Not while this node hands its leadership over or shuts down
+/// (`handing_over`): it refuses new writes then anyway, and the calls still
+/// pending end with STOPPING when it stops, as they should.
+pub async fn watch_quorum(
+    raft: Raft,
+    node: NodeId,
+    lease: Duration,
+    every: Duration,
+    handing_over: [Arc<AtomicBool>; 2],
+    cut_off: tokio::sync::watch::Sender<bool>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    metrics::gauge!("raftlock_leader_cut_off").set(0.0);
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let (now, silent_ms) = {
+            let m = raft.metrics().borrow().clone();
+            let silent = m.millis_since_quorum_ack.unwrap_or(0);
+            (
+                m.state == ServerState::Leader
+                    && silent > lease.as_millis() as u64
+                    && !handing_over.iter().any(|f| f.load(Ordering::SeqCst)),
+                silent,
+            )
+        };
+        let changed = cut_off.send_if_modified(|c| std::mem::replace(c, now) != now);
+        if changed {
+            metrics::gauge!("raftlock_leader_cut_off").set(if now { 1.0 } else { 0.0 });
+            if now {
+                tracing::warn!(node, silent_ms, "this leader has heard from no quorum for longer than the leader lease: refusing requests as unavailable until it does (it is likely cut off, and another node may lead)");
+            } else {
+                tracing::info!(
+                    node,
+                    "a quorum acknowledges this node again, or it no longer leads"
+                );
+            }
+        }
+    }
 }
 
 impl Node {
@@ -64,6 +126,17 @@ impl Node {
     /// Whether this node currently believes it leads.
     pub fn is_leader(&self) -> bool {
         self.raft.metrics().borrow().state == ServerState::Leader
+    }
+
+    /// Refuses a call that grows the replicated state while this node
+    /// leads with its data dir below the free-space reserve. A follower
+    /// does not refuse: the call goes to the leader, whose disk decides.
+    pub fn check_space(&self) -> Result<(), NodeError> {
+        if self.is_leader() {
+            self.space.check()
+        } else {
+            Ok(())
+        }
     }
 
     /// The error for a request this node cannot serve because it does not lead.
@@ -83,7 +156,44 @@ impl Node {
                 "leadership is being handed over; retry shortly".into(),
             ));
         }
-        self.batcher.propose(command).await
+        self.check_quorum()?;
+        // A proposal already waiting when the leader is cut off is
+        // answered as unavailable (it may still commit: the answer is
+        // indeterminate, as a client's own timeout is, and exactly-once
+        // retries settle it).
+        tokio::select! {
+            r = self.batcher.propose(command) => r,
+            _ = self.lost_quorum() => Err(self.cut_off_error()),
+        }
+    }
+
+    /// Refuses a request while this node leads without a quorum.
+    pub fn check_quorum(&self) -> Result<(), NodeError> {
+        if *self.cut_off.borrow() {
+            Err(self.cut_off_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Resolves when this node is found leading without a quorum; never
+    /// once the node stops watching (it is shutting down: what is pending
+    /// then ends with STOPPING).
+    pub async fn lost_quorum(&self) {
+        let mut cut_off = self.cut_off.clone();
+        if cut_off.wait_for(|c| *c).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// The error for a request this node cannot serve because it leads
+    /// without a quorum.
+    pub fn cut_off_error(&self) -> NodeError {
+        NodeError::Unavailable(format!(
+            "node {} leads but no quorum has acknowledged it for over {} ms: it is likely cut off from the others; try another node",
+            self.id,
+            self.leader_lease.as_millis()
+        ))
     }
 
     /// Proposes `command` and returns its reply, or the state machine's
@@ -134,6 +244,7 @@ impl Node {
     /// confirmed by a quorum after this call began, and the state applied up
     /// to the commit point known then.
     pub async fn linearizable(&self) -> Result<(), NodeError> {
+        self.check_quorum()?;
         self.confirmer
             .confirmed_after(tokio::time::Instant::now())
             .await

@@ -18,7 +18,7 @@ use raftlock_proto::v1::{
 use raftlock_store::data_dir::{DataDir, DataDirError};
 use raftlock_store::{open_storage_with, NodeInfo, Raft};
 use std::future::Future;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -63,6 +63,8 @@ pub struct RunningNode {
     /// The node's shared handle.
     pub node: Arc<Node>,
     log: raftlock_store::wal::Wal,
+    /// Holds the data dir's lock for as long as the node runs.
+    _data: Arc<std::sync::Mutex<DataDir>>,
     stop: watch::Sender<bool>,
     servers: Vec<tokio::task::JoinHandle<Result<(), tonic::transport::Error>>>,
 }
@@ -73,19 +75,45 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     crate::admin::recorder();
     let cluster = (!config.initial_cluster.is_empty()).then(|| cluster_id(&config.initial_cluster));
     let data = DataDir::open(&config.data_dir, config.id, cluster.as_deref())?;
+    if let Some(delay) = config.fault_sync_delay {
+        warn!(
+            node = config.id,
+            ?delay,
+            "FAULT INJECTION: every sync of the log is delayed"
+        );
+    }
     if config.fault_lose_unsynced {
         warn!(
             node = config.id,
             "FAULT INJECTION: log writes stay in memory until synced; a crash of this node loses them as a power loss would"
         );
     }
-    #[allow(unused_mut)]
-    let (mut log, mut sm) = open_storage_with(&data, config.fault_lose_unsynced)
-        .map_err(|e| StartError::Storage(e.to_string()))?;
     #[cfg(feature = "planted-bugs")]
-    plant_from_env(&mut log).await?;
+    let planted = plant_from_env()?;
+    #[allow(unused_mut)]
+    let (mut log, mut sm) = open_storage_with(
+        &data,
+        raftlock_store::Faults {
+            lose_unsynced: config.fault_lose_unsynced,
+            sync_delay: config.fault_sync_delay,
+        },
+        config.wal_segment_bytes,
+    )
+    .map_err(|e| StartError::Storage(e.to_string()))?;
+    #[cfg(feature = "planted-bugs")]
+    if planted {
+        use openraft::storage::RaftLogStorage;
+        let state = log
+            .get_log_state()
+            .await
+            .map_err(|e| StartError::Storage(e.to_string()))?;
+        raftlock_store::planted::set_restart_index(state.last_log_id.map(|l| l.index).unwrap_or(0));
+    }
     let log_stats = log.stats();
     let shared = sm.shared();
+    let joining = data.identity().joining;
+    let data = Arc::new(std::sync::Mutex::new(data));
+    let cluster_identity = crate::cluster_identity::ClusterIdentity::new(config.id, data.clone());
     let auth = crate::auth::shared(match &config.auth_file {
         Some(path) => Authenticator::load(path).map_err(|e| StartError::Auth(e.to_string()))?,
         None => Authenticator::disabled(),
@@ -122,6 +150,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         log.flush_follower_appends_inline(config.id);
     }
     let network = PeerNetwork::new(&config.listen_peer, config.tls.peer_client())
+        .cluster(cluster_identity.clone())
         .commit_at_most(log.flushed())
         .defer_commit_heartbeats(log.appended());
     let raft = Raft::new(
@@ -138,7 +167,14 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         peer_addr: config.advertise_peer.clone(),
         client_addr: config.advertise_client.clone(),
     };
-    bootstrap(&raft, &config, &me).await?;
+    if joining {
+        info!(
+            node = config.id,
+            "this data dir was set up to rejoin its cluster: waiting to be added as a learner (--initial-cluster is ignored)"
+        );
+    } else {
+        bootstrap(&raft, &config, &me).await?;
+    }
 
     let transferring = Arc::new(AtomicBool::new(false));
     let confirmer = Confirmer::start(
@@ -156,6 +192,8 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         config.proposals_in_flight,
         config.max_batch_commands,
     );
+    let (cut_off_tx, cut_off_rx) = tokio::sync::watch::channel(false);
+    let shutting_down = Arc::new(AtomicBool::new(false));
     let node = Arc::new(Node {
         id: config.id,
         raft: raft.clone(),
@@ -163,15 +201,33 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         confirmer,
         write_timeout,
         leader_lease,
-        transferring,
+        transferring: transferring.clone(),
+        shutting_down: shutting_down.clone(),
         stopping: stopped.clone(),
-        cluster_id: data.identity().cluster_id.clone().unwrap_or_default(),
+        cluster_id: cluster_identity.clone(),
         limits: config.limits.clone(),
         connections: Default::default(),
         peer_tls: config.tls.peer_client(),
         batcher,
         log_stats,
+        space: Default::default(),
+        cut_off: cut_off_rx,
     });
+    tokio::spawn(crate::node::watch_quorum(
+        raft.clone(),
+        config.id,
+        leader_lease,
+        config.heartbeat,
+        [transferring.clone(), shutting_down],
+        cut_off_tx,
+        stop.subscribe(),
+    ));
+    tokio::spawn(node.space.clone().watch(
+        config.data_dir.clone(),
+        config.space_reserve,
+        Duration::from_secs(1),
+        stop.subscribe(),
+    ));
     let waits = Arc::new(Waits::default());
     {
         let waits = waits.clone();
@@ -190,7 +246,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     }
     tokio::spawn(leases.clone().run());
     let watches = crate::locks::watch::WatchHub::start(shared.clone(), config.watch_history);
-    let locks = Locks::new(node.clone(), waits, leases, watches);
+    let locks = Locks::new(node.clone(), waits.clone(), leases, watches);
 
     let peer_listener = bind(&config.listen_peer).await?;
     let client_listener = bind(&config.listen_client).await?;
@@ -217,9 +273,13 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     let peer_caller = Authenticate(crate::auth::shared(Authenticator::disabled()));
     let peer_router = peer_builder
         .add_service(
-            RaftServer::new(PeerService::new(raft.clone(), stopped.clone()))
-                .max_decoding_message_size(64 << 20)
-                .max_encoding_message_size(64 << 20),
+            RaftServer::new(PeerService::new(
+                raft.clone(),
+                stopped.clone(),
+                cluster_identity.clone(),
+            ))
+            .max_decoding_message_size(64 << 20)
+            .max_encoding_message_size(64 << 20),
         )
         // Also on the peer port, so a leader handing over can ask its
         // successor to campaign at an address it is sure to reach.
@@ -341,7 +401,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         };
     let servers = vec![peer_server, client_server];
     let handle = crate::admin::recorder();
-    tokio::spawn(crate::admin::track(node.clone(), config.data_dir.clone()));
+    tokio::spawn(crate::admin::track(node.clone(), waits));
     for (port, expiry) in config.tls.expiries() {
         metrics::gauge!("raftlock_tls_cert_expiry_timestamp_seconds", "port" => port)
             .set(expiry as f64);
@@ -374,6 +434,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     Ok(RunningNode {
         node,
         log,
+        _data: data,
         stop,
         servers,
     })
@@ -482,20 +543,48 @@ async fn bootstrap(raft: &Raft, config: &NodeConfig, me: &NodeInfo) -> Result<()
 }
 
 impl RunningNode {
+    /// The log failed a write or a sync: this node can no longer make
+    /// anything durable, so it stops at once, as etcd does. A leader that
+    /// stayed up would keep its followers from electing another (its
+    /// heartbeats go on) while no write could commit; stopped, it lets them
+    /// elect a leader within an election timeout. Its data dir is read back
+    /// on the next start, never written again by this process (a failed
+    /// `fdatasync` may have dropped pages the file no longer holds).
+    async fn stop_on_disk_failure(&self) -> StartError {
+        let why = self.log.failed().borrow().clone().unwrap_or_default();
+        tracing::error!(
+            node = self.node.id,
+            error = %why,
+            "the write-ahead log failed: stopping this node so that the others elect a leader; fix the disk (docs/operations.md, \"When a disk fails\") and start it again"
+        );
+        self.node.raft.runtime_config().elect(false);
+        let _ = self.stop.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.node.raft.shutdown()).await;
+        StartError::Storage(format!(
+            "the write-ahead log failed ({why}); the node stopped so that the others elect a leader"
+        ))
+    }
+
     /// Serves until `signal` resolves, then shuts down gracefully: a leader
     /// hands leadership to a caught-up follower first, then listeners stop,
     /// Raft stops, and the database is flushed.
-    pub async fn run_until(self, signal: impl Future<Output = ()>) -> Result<(), StartError> {
-        let mut servers = self.servers;
+    /// A failed write or sync of the log ends it at once with an error.
+    pub async fn run_until(mut self, signal: impl Future<Output = ()>) -> Result<(), StartError> {
+        let mut servers = std::mem::take(&mut self.servers);
         let first_to_end = futures::future::select_all(servers.iter_mut());
+        let mut failed = self.log.failed();
         tokio::select! {
             _ = signal => {}
             (res, i, _) = first_to_end => {
                 let which = if i == 0 { "peer" } else { "client" };
                 return Err(StartError::Serve(format!("{which} server ended: {res:?}")));
             }
+            Ok(_) = failed.wait_for(|f| f.is_some()) => {
+                return Err(self.stop_on_disk_failure().await);
+            }
         }
         info!(node = self.node.id, "shutting down");
+        self.node.shutting_down.store(true, Ordering::SeqCst);
         if self.node.is_leader() {
             let voters = self
                 .node
@@ -552,11 +641,10 @@ impl RunningNode {
 /// Plants the bug `RAFTLOCK_PLANT` names (a build with the `planted-bugs`
 /// feature only, for the harness's own tests).
 #[cfg(feature = "planted-bugs")]
-async fn plant_from_env(log: &mut raftlock_store::wal::Wal) -> Result<(), StartError> {
-    use openraft::storage::RaftLogStorage;
+fn plant_from_env() -> Result<bool, StartError> {
     use raftlock_store::planted::{self, Bug};
     let Ok(name) = std::env::var("RAFTLOCK_PLANT") else {
-        return Ok(());
+        return Ok(false);
     };
     let bug = Bug::parse(&name).ok_or_else(|| {
         StartError::Storage(format!(
@@ -564,12 +652,8 @@ async fn plant_from_env(log: &mut raftlock_store::wal::Wal) -> Result<(), StartE
             Bug::names().collect::<Vec<_>>().join(", ")
         ))
     })?;
-    let state = log
-        .get_log_state()
-        .await
-        .map_err(|e| StartError::Storage(e.to_string()))?;
-    planted::set_restart_index(state.last_log_id.map(|l| l.index).unwrap_or(0));
+    // Before the storage opens: some bugs live in its recovery.
     planted::plant(bug);
     warn!(bug = %name, "PLANTED BUG: this node is deliberately broken for a harness test");
-    Ok(())
+    Ok(true)
 }

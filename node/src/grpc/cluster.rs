@@ -272,7 +272,7 @@ impl ClusterApi for ClusterService {
                 &state.machine,
                 last_index,
                 crate::batch::now_ms(),
-                &self.node.cluster_id,
+                &self.node.cluster_id.get(),
             );
             tracing::info!(last_index, bytes = bytes.len(), "backup taken");
             Ok::<_, Status>((bytes, last_index))

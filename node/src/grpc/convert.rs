@@ -157,21 +157,36 @@ pub fn request_id(bytes: &[u8]) -> Result<RequestId, NodeError> {
 
 /// Reads an acquisition's exactly-once fields: `None` when the client does
 /// not number its requests (`seq` 0).
-pub fn sequence(seq: u64, acked_below: u64) -> Result<Option<Sequence>, NodeError> {
+pub fn sequence(
+    seq: u64,
+    acked_below: u64,
+    in_flight: Vec<u64>,
+) -> Result<Option<Sequence>, NodeError> {
     if seq == 0 {
-        if acked_below != 0 {
+        if acked_below != 0 || !in_flight.is_empty() {
             return Err(NodeError::InvalidArgument(
-                "acked_below is set but seq is not: number the request too".into(),
+                "acked_below or in_flight is set but seq is not: number the request too".into(),
             ));
         }
         return Ok(None);
+    }
+    if in_flight.len() > raftlock_proto::limits::MAX_IN_FLIGHT_LISTED {
+        return Err(NodeError::InvalidArgument(format!(
+            "in_flight lists {} sequence numbers; at most {} (the lowest ones)",
+            in_flight.len(),
+            raftlock_proto::limits::MAX_IN_FLIGHT_LISTED
+        )));
     }
     if acked_below > seq {
         return Err(NodeError::InvalidArgument(format!(
             "acked_below {acked_below} is above the request's own seq {seq}, which still waits for its answer"
         )));
     }
-    Ok(Some(Sequence { seq, acked_below }))
+    Ok(Some(Sequence {
+        seq,
+        acked_below,
+        in_flight,
+    }))
 }
 
 /// Reads a session creation key: empty for none, else 16 bytes.
@@ -198,7 +213,7 @@ impl TryFrom<pb::AcquireRequest> for Acquire {
             mode: mode(r.mode)?,
             permits: (r.permits > 0).then_some(r.permits),
             wait: r.wait_timeout_ms.map(Duration::from_millis),
-            sequence: sequence(r.seq, r.acked_below)?,
+            sequence: sequence(r.seq, r.acked_below, r.in_flight)?,
             terms: Terms {
                 count: r.count.max(1),
                 max_hold_ms: r.max_hold_ms,
@@ -252,7 +267,7 @@ impl TryFrom<pb::CampaignRequest> for Campaign {
         Ok(Campaign {
             request_id: request_id(&r.request_id)?,
             wait: r.wait_timeout_ms.map(Duration::from_millis),
-            sequence: sequence(r.seq, r.acked_below)?,
+            sequence: sequence(r.seq, r.acked_below, r.in_flight)?,
             session: r.session_id,
             name: r.name,
             value: r.value,

@@ -76,13 +76,18 @@ impl ElectionApi for ElectionService {
         &self,
         req: Request<LeaderRequest>,
     ) -> Result<Response<Self::ObserveStream>, Status> {
-        let caller = caller(&req)?;
+        let caller = crate::auth::stream_caller(&req)?;
         let node = self.locks.node();
         let slot = super::stream_slot(node.as_ref(), req.extensions())?;
-        let changes = self.locks.observe(&caller, req.into_inner().name).await?;
+        let name = req.into_inner().name;
+        let changes = self.locks.observe(caller.opened(), name.clone()).await?;
+        // Each change goes to the identity as it stands now (see watch).
         let stream = changes.map(move |change| {
             let _slot = &slot;
-            change
+            let now = caller
+                .now()
+                .and_then(|c| c.check(crate::auth::Access::Read, &name));
+            now.and(change)
                 .map(|leader| LeaderResponse {
                     leader: leader.as_ref().map(grant),
                 })

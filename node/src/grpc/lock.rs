@@ -2,7 +2,7 @@
 //! Pipeline stream carries many acquires and releases on one HTTP/2 stream.
 
 use super::convert::{describe_response, grant, summary, watch_response};
-use crate::auth::{caller, Access, Caller};
+use crate::auth::{caller, stream_caller, Access, Caller, StreamCaller};
 use crate::locks::{Acquired, Locks};
 use futures::Stream;
 use raftlock_proto::reason::{self, Reason};
@@ -139,7 +139,7 @@ struct Pipeline {
     stopping: tokio::sync::watch::Receiver<bool>,
     inbound: Streaming<PipelineRequest>,
     service: Arc<LockService>,
-    caller: Arc<Caller>,
+    caller: StreamCaller,
     calls: futures::stream::FuturesUnordered<
         Pin<Box<dyn std::future::Future<Output = PipelineResponse> + Send>>,
     >,
@@ -205,7 +205,14 @@ impl Pipeline {
                 },
                 None => None,
             };
-            let (service, caller) = (self.service.clone(), self.caller.clone());
+            // Each call as its identity stands now: one removed from the
+            // auth file since the stream opened is refused as a unary call
+            // would be.
+            let caller = match self.caller.now() {
+                Ok(c) => c,
+                Err(e) => return Some(Ok(refusal(id, &Status::from(e)))),
+            };
+            let service = self.service.clone();
             self.calls.push(Box::pin(async move {
                 let _slot = slot;
                 PipelineResponse {
@@ -252,14 +259,27 @@ impl LockApi for LockService {
         &self,
         req: Request<WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
-        let caller = caller(&req)?;
+        let caller = stream_caller(&req)?;
         let node = self.locks.node();
         let slot = super::stream_slot(node.as_ref(), req.extensions())?;
         let r = req.into_inner();
-        let events = self.locks.watch(caller, r.prefix, r.after_index)?;
-        let stream = futures::StreamExt::map(events, move |w| {
+        let events = self
+            .locks
+            .watch(caller.opened().clone(), r.prefix, r.after_index)?;
+        // Each answer goes to the identity as it stands now: ended if the
+        // auth file no longer knows it, and without the names it may no
+        // longer read.
+        let stream = futures::StreamExt::filter_map(events, move |w| {
             let _slot = &slot;
-            w.map(|w| watch_response(&w)).map_err(Status::from)
+            let answer = match (w, caller.now()) {
+                (_, Err(e)) | (Err(e), _) => Some(Err(Status::from(e))),
+                (Ok(w), Ok(now)) => {
+                    let mut r = watch_response(&w);
+                    r.events.retain(|e| now.may(Access::Read, &e.name));
+                    (!r.events.is_empty() || w.events.is_empty()).then_some(Ok(r))
+                }
+            };
+            futures::future::ready(answer)
         });
         Ok(Response::new(Box::pin(stream)))
     }
@@ -270,8 +290,8 @@ impl LockApi for LockService {
         &self,
         req: Request<Streaming<PipelineRequest>>,
     ) -> Result<Response<Self::PipelineStream>, Status> {
-        let caller = caller(&req)?;
-        caller.check_any(Access::Lock)?;
+        let caller = stream_caller(&req)?;
+        caller.opened().check_any(Access::Lock)?;
         let pipeline = Pipeline {
             node: self.locks.node().clone(),
             addr: crate::limits::remote_addr(req.extensions()),
@@ -353,5 +373,38 @@ impl LockApi for LockService {
         Ok(Response::new(ResizeResponse {
             granted: granted.iter().map(grant).collect(),
         }))
+    }
+
+    async fn cancel_wait(
+        &self,
+        req: Request<CancelWaitRequest>,
+    ) -> Result<Response<CancelWaitResponse>, Status> {
+        let caller = caller(&req)?;
+        let r = req.into_inner();
+        let c = crate::locks::CancelWait {
+            session: r.session_id,
+            name: r.name,
+            request_id: super::convert::request_id(&r.request_id)?,
+        };
+        Ok(Response::new(cancel_wait_response(
+            self.locks.cancel_wait(&caller, c).await?,
+        )))
+    }
+}
+
+/// A cancel's outcome on the wire.
+pub fn cancel_wait_response(done: crate::locks::Cancelled) -> CancelWaitResponse {
+    use crate::locks::Cancelled;
+    match done {
+        Cancelled::Removed => CancelWaitResponse {
+            cancelled: true,
+            ..Default::default()
+        },
+        Cancelled::Released(token) => CancelWaitResponse {
+            released: true,
+            token,
+            ..Default::default()
+        },
+        Cancelled::NotWaiting => CancelWaitResponse::default(),
     }
 }

@@ -18,12 +18,23 @@ pub struct PeerService {
     /// Turns true when the node stops: append streams end then, so that
     /// they do not hold the listener's drain open.
     stopping: tokio::sync::watch::Receiver<bool>,
+    /// Calls from another cluster are refused; a joining node learns its
+    /// cluster from the first leader's call.
+    cluster: crate::cluster_identity::ClusterIdentity,
 }
 
 impl PeerService {
-    /// Serves `raft` until `stopping` turns true.
-    pub fn new(raft: Raft, stopping: tokio::sync::watch::Receiver<bool>) -> Self {
-        PeerService { raft, stopping }
+    /// Serves `raft` for members of `cluster` until `stopping` turns true.
+    pub fn new(
+        raft: Raft,
+        stopping: tokio::sync::watch::Receiver<bool>,
+        cluster: crate::cluster_identity::ClusterIdentity,
+    ) -> Self {
+        PeerService {
+            raft,
+            stopping,
+            cluster,
+        }
     }
 }
 
@@ -57,6 +68,7 @@ impl RaftService for PeerService {
         &self,
         req: Request<Streaming<RaftPayload>>,
     ) -> Result<Response<AppendStream>, Status> {
+        self.cluster.admit_request(&req)?;
         let inbound = req.into_inner();
         let state = (inbound, self.raft.clone(), self.stopping.clone());
         // One request at a time, as the leader's replication of this peer
@@ -85,6 +97,7 @@ impl RaftService for PeerService {
     }
 
     async fn vote(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+        self.cluster.admit_request(&req)?;
         let (req, binary) = decode(req)?;
         let res = self.raft.vote(req).await;
         encode(&res, binary)
@@ -94,6 +107,7 @@ impl RaftService for PeerService {
         &self,
         req: Request<RaftPayload>,
     ) -> Result<Response<RaftPayload>, Status> {
+        self.cluster.admit_request(&req)?;
         let (req, binary) = decode(req)?;
         let res = self.raft.append_entries(req).await;
         encode(&res, binary)
@@ -103,6 +117,7 @@ impl RaftService for PeerService {
         &self,
         req: Request<RaftPayload>,
     ) -> Result<Response<RaftPayload>, Status> {
+        self.cluster.admit_request(&req)?;
         let (req, binary) = decode(req)?;
         let res = self.raft.install_snapshot(req).await;
         encode(&res, binary)

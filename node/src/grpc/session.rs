@@ -63,8 +63,8 @@ impl SessionApi for SessionService {
         &self,
         req: Request<Streaming<KeepAliveRequest>>,
     ) -> Result<Response<Self::KeepAliveStream>, Status> {
-        let caller = caller(&req)?;
-        caller.check_any(Access::Lock)?;
+        let stream_caller = crate::auth::stream_caller(&req)?;
+        stream_caller.opened().check_any(Access::Lock)?;
         let node = self.locks.node().clone();
         let slot = super::stream_slot(node.as_ref(), req.extensions())?;
         let mut inbound = req.into_inner();
@@ -99,6 +99,15 @@ impl SessionApi for SessionService {
                         None => break,
                     }
                 }
+                // As the identity stands now: one removed from the auth
+                // file stops renewing, and its sessions expire.
+                let caller = match stream_caller.now() {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = tx.send(Err(e.into())).await;
+                        return;
+                    }
+                };
                 let answers = futures::future::join_all(
                     batch
                         .iter()

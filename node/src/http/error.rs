@@ -96,7 +96,12 @@ impl HttpError {
 
     fn of_reason(reason: Reason, message: impl Into<String>) -> HttpError {
         let code = reason.code();
-        HttpError::new(http_status(code), code_name(code), reason.as_str(), message)
+        let status = match reason {
+            // Says what happened better than 429, which asks to retry soon.
+            Reason::NoSpace => StatusCode::INSUFFICIENT_STORAGE,
+            _ => http_status(code),
+        };
+        HttpError::new(status, code_name(code), reason.as_str(), message)
     }
 
     /// A body that is not JSON of the call's message: wrong syntax, a wrong

@@ -56,6 +56,7 @@ pub fn router(locks: Locks, auth: SharedAuth, max_body: usize) -> Router {
         .route("/v1/lock/validate", post(validate))
         .route("/v1/lock/force-release", post(force_release))
         .route("/v1/lock/resize", post(resize))
+        .route("/v1/lock/cancel-wait", post(cancel_wait))
         .route("/v1/ratelimit/take", post(take))
         .route("/v1/ratelimit/return", post(return_tokens))
         .route("/v1/ratelimit/define", post(define_limit))
@@ -97,6 +98,8 @@ async fn count(req: Request, next: axum::middleware::Next) -> Response {
 /// that says which; missing or unknown credentials a 401.
 struct Call<T> {
     caller: Arc<Caller>,
+    /// The caller again, for a stream to look up as it goes.
+    stream: crate::auth::StreamCaller,
     body: T,
 }
 
@@ -110,14 +113,12 @@ where
         let (parts, body) = req.into_parts();
         // The same authenticator gRPC calls go through: bearer token or
         // client certificate.
-        let caller = api
-            .auth
-            .load()
-            .authenticate(&tonic::Request::from_http(axum::http::Request::from_parts(
-                parts.clone(),
-                (),
-            )))
-            .inspect_err(|_| metrics::counter!("raftlock_auth_failures_total").increment(1))?;
+        let stream = crate::auth::authenticate_stream(
+            &api.auth,
+            &tonic::Request::from_http(axum::http::Request::from_parts(parts.clone(), ())),
+        )
+        .inspect_err(|_| metrics::counter!("raftlock_auth_failures_total").increment(1))?;
+        let caller = stream.opened().clone();
         let bytes = Bytes::from_request(Request::from_parts(parts, body), &())
             .await
             .map_err(HttpError::unreadable)?;
@@ -128,7 +129,11 @@ where
         } else {
             serde_json::from_slice(&bytes).map_err(HttpError::json)?
         };
-        Ok(Call { caller, body })
+        Ok(Call {
+            caller,
+            stream,
+            body,
+        })
     }
 }
 
@@ -245,6 +250,17 @@ async fn resize(State(api): State<Api>, c: Call<pb::ResizeRequest>) -> Answer {
     }))
 }
 
+async fn cancel_wait(State(api): State<Api>, c: Call<pb::CancelWaitRequest>) -> Answer {
+    let cancel = crate::locks::CancelWait {
+        session: c.body.session_id,
+        name: c.body.name,
+        request_id: crate::grpc::convert::request_id(&c.body.request_id)?,
+    };
+    Ok(json(&crate::grpc::lock::cancel_wait_response(
+        api.locks.cancel_wait(&c.caller, cancel).await?,
+    )))
+}
+
 async fn take(State(api): State<Api>, c: Call<pb::TakeRequest>) -> Answer {
     let t = api.locks.take(&c.caller, c.body.into()).await?;
     Ok(json(&ratelimit::take_response(&t)))
@@ -306,11 +322,17 @@ async fn leader(State(api): State<Api>, c: Call<pb::LeaderRequest>) -> Answer {
 /// client accepts `text/event-stream`. The stream ends with an error
 /// object (`{"error": ...}`) when this node stops leading.
 async fn observe(State(api): State<Api>, headers: HeaderMap, c: Call<pb::LeaderRequest>) -> Answer {
-    let changes = api.locks.observe(&c.caller, c.body.name).await?;
+    let name = c.body.name;
+    let changes = api.locks.observe(&c.caller, name.clone()).await?;
+    let stream = c.stream;
     Ok(json_lines(
         &headers,
-        changes.map(|change| {
-            change.map(|leader| {
+        changes.map(move |change| {
+            // As the identity stands now (see the gRPC Observe).
+            let now = stream
+                .now()
+                .and_then(|c| c.check(crate::auth::Access::Read, &name));
+            now.and(change).map(|leader| {
                 serde_json::to_string(&pb::LeaderResponse {
                     leader: leader.as_ref().map(grant),
                 })
@@ -326,10 +348,21 @@ async fn watch(State(api): State<Api>, headers: HeaderMap, c: Call<pb::WatchRequ
     let events = api
         .locks
         .watch(c.caller.clone(), c.body.prefix, c.body.after_index)?;
-    Ok(json_lines(
-        &headers,
-        events.map(|w| w.map(|w| serde_json::to_string(&watch_response(&w)))),
-    ))
+    let stream = c.stream;
+    // As the identity stands now (see the gRPC Watch).
+    let events = events.filter_map(move |w| {
+        let answer = match (w, stream.now()) {
+            (_, Err(e)) | (Err(e), _) => Some(Err(e)),
+            (Ok(w), Ok(now)) => {
+                let mut r = watch_response(&w);
+                r.events
+                    .retain(|e| now.may(crate::auth::Access::Read, &e.name));
+                (!r.events.is_empty() || w.events.is_empty()).then(|| Ok(serde_json::to_string(&r)))
+            }
+        };
+        futures::future::ready(answer)
+    });
+    Ok(json_lines(&headers, events))
 }
 
 /// A stream of JSON objects as newline-delimited JSON, or as server-sent
@@ -343,6 +376,13 @@ where
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("text/event-stream"));
+    // An error is the stream's last item.
+    let mut failed = false;
+    let items = items.take_while(move |item| {
+        let go = !failed;
+        failed |= item.is_err();
+        futures::future::ready(go)
+    });
     let frames = items.map(move |item| {
         let line = match item {
             Ok(json) => json,

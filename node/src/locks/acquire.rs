@@ -59,6 +59,7 @@ impl Locks {
     pub(super) async fn acquire_checked(&self, a: Acquire) -> Result<Acquired, NodeError> {
         let node = &self.node;
         self.check_acquire_limits(&a)?;
+        node.check_space()?;
         let started = tokio::time::Instant::now();
         // Only a call that may wait registers (before proposing, so the
         // grant of a later entry cannot be missed): a try-lock is answered
@@ -81,11 +82,20 @@ impl Locks {
                 command: Box::new(cmd),
             };
         }
-        if let Some(s) = a.sequence {
-            cmd = Command::Sequenced {
-                seq: s.seq,
-                acked_below: s.acked_below,
-                command: Box::new(cmd),
+        if let Some(s) = a.sequence.clone() {
+            cmd = if s.in_flight.is_empty() {
+                Command::Sequenced {
+                    seq: s.seq,
+                    acked_below: s.acked_below,
+                    command: Box::new(cmd),
+                }
+            } else {
+                Command::SequencedAcks {
+                    seq: s.seq,
+                    acked_below: s.acked_below,
+                    in_flight: s.in_flight,
+                    command: Box::new(cmd),
+                }
             };
         }
         match node.propose_reply(cmd).await? {
@@ -102,10 +112,16 @@ impl Locks {
             return Err(unexpected(Reply::Queued { position: 0 }));
         };
         let deadline = started + a.wait.unwrap_or_default();
+        // Dropped with this future if the caller goes away mid-wait.
+        let guard = super::cancel::AbandonGuard::new(self, a.session, &a.name, a.request_id);
         let waited = async {
             loop {
                 let woke = tokio::select! {
                     r = &mut registration.rx => r.unwrap_or(WaitResult::Recheck),
+                    // A leader cut off from the others cannot grant or end
+                    // this wait: the client retries the same request on the
+                    // node that leads now, and rejoins its place there.
+                    _ = node.lost_quorum() => return Err(node.cut_off_error()),
                     _ = tokio::time::sleep_until(deadline) => {
                         // The leader's driver cancels overdue waits too;
                         // cancelling here as well answers the caller on
@@ -124,6 +140,15 @@ impl Locks {
                 };
                 match woke {
                     WaitResult::Granted(g) => return Ok(Acquired::Granted(g)),
+                    // Before its deadline, only a CancelWait ends a wait.
+                    WaitResult::Ended(WaitEnd::Cancelled)
+                        if tokio::time::Instant::now() < deadline =>
+                    {
+                        return Err(LeaseError::WaitCancelled {
+                            request_id: a.request_id,
+                        }
+                        .into())
+                    }
                     WaitResult::Ended(WaitEnd::Cancelled) => {
                         return Err(NodeError::WaitTimedOut(a.name.clone()))
                     }
@@ -148,6 +173,7 @@ impl Locks {
             }
         }
         .await;
+        guard.disarm();
         if let Ok(Acquired::Granted(_)) = &waited {
             metrics::histogram!("raftlock_wait_seconds").record(started.elapsed().as_secs_f64());
         }

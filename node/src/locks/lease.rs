@@ -43,12 +43,14 @@ const STALL: Duration = Duration::from_millis(500);
 struct Deadlines {
     /// The term this node leads in, if it leads.
     term: Option<u64>,
+    /// When this driver saw that term begin (a tick after it did).
+    leading_since: Option<Instant>,
     sessions: HashMap<SessionId, (Instant, Duration)>,
     waits: HashMap<(SessionId, String), (Instant, RequestId)>,
     /// Capped holds: when their cap runs out, and the grant's token.
     holds: HashMap<(SessionId, String), (Instant, FencingToken)>,
-    /// Locks in lock-delay: when it ends.
-    delays: HashMap<String, Instant>,
+    /// Lock-delays: when each ends, and the index that started it.
+    delays: HashMap<String, (Instant, u64)>,
 }
 
 /// Why a keep-alive was not applied to a deadline.
@@ -210,11 +212,19 @@ impl LeaseDriver {
             .map(|(deadline, _)| deadline.saturating_duration_since(Instant::now()))
     }
 
+    /// When this node began to lead in `term`, as this driver saw it;
+    /// `None` if it does not lead in `term` (or has not noticed yet).
+    pub fn leading_since(&self, term: u64) -> Option<Instant> {
+        let d = self.lock();
+        (d.term == Some(term)).then_some(d.leading_since).flatten()
+    }
+
     /// Resets every deadline to a full TTL / timeout from now.
     fn rebuild(&self, term: Option<u64>) {
         let now = Instant::now();
         let state = self.node.state.read();
         let mut d = self.lock();
+        d.leading_since = term.map(|_| now);
         #[cfg(feature = "planted-bugs")]
         if planted(Bug::UnconfirmedExpiry) {
             // Keeps the deadlines of an earlier term instead of a full TTL.
@@ -243,9 +253,11 @@ impl LeaseDriver {
                     .insert((h.session, name.to_owned()), (now + cap, h.token));
             }
         }
-        for (name, delay_ms) in state.machine.lock_delays() {
-            d.delays
-                .insert(name.to_owned(), now + Duration::from_millis(delay_ms));
+        for (name, delay_ms, started) in state.machine.lock_delays() {
+            d.delays.insert(
+                name.to_owned(),
+                (now + Duration::from_millis(delay_ms), started),
+            );
         }
         for s in state.machine.sessions() {
             let ttl = Duration::from_millis(s.ttl_ms);
@@ -291,7 +303,10 @@ impl LeaseDriver {
         }
         let now = Instant::now();
         let Change::Applied {
-            command, outcome, ..
+            command,
+            outcome,
+            index,
+            ..
         } = change
         else {
             return;
@@ -344,9 +359,11 @@ impl LeaseDriver {
                     d.holds.remove(&(*session, name.clone()));
                 }
                 Event::LockDelayed { name, delay_ms } => {
+                    // The machine names the delay by this index from now
+                    // on, as long as the longer of the two.
                     let end = now + Duration::from_millis(*delay_ms);
-                    let at = d.delays.entry(name.clone()).or_insert(end);
-                    *at = (*at).max(end);
+                    let at = d.delays.entry(name.clone()).or_insert((end, *index));
+                    *at = (at.0.max(end), *index);
                 }
                 Event::LockDelayEnded { name } => {
                     d.delays.remove(name);
@@ -438,24 +455,28 @@ impl LeaseDriver {
 
     /// Ends the lock-delays whose time ran out.
     async fn end_lock_delays(&self, now: Instant) {
-        let due: Vec<String> = {
+        let due: Vec<(String, u64)> = {
             let d = self.lock();
             d.delays
                 .iter()
-                .filter(|(_, end)| **end <= now)
-                .map(|(name, _)| name.clone())
+                .filter(|(_, (end, _))| *end <= now)
+                .map(|(name, (_, started))| (name.clone(), *started))
                 .collect()
         };
-        for name in due {
+        for (name, started) in due {
             let res = self
                 .node
-                .propose(Command::EndLockDelay { name: name.clone() })
+                .propose(Command::EndLockDelayAt {
+                    name: name.clone(),
+                    started,
+                })
                 .await;
             match res {
                 Ok(_) => {
-                    info!(node = self.node.id, lock = %name, "lock-delay ended");
+                    info!(node = self.node.id, lock = %name, started, "lock-delay ended");
                     let mut d = self.lock();
-                    if d.delays.get(&name).is_some_and(|end| *end <= now) {
+                    // A delay started since is another one: kept.
+                    if d.delays.get(&name).is_some_and(|(_, s)| *s == started) {
                         d.delays.remove(&name);
                     }
                 }

@@ -10,6 +10,7 @@
 //! per-connection slots, stream plumbing.
 
 mod acquire;
+mod cancel;
 mod elections;
 pub mod lease;
 pub mod rates;
@@ -19,6 +20,7 @@ pub mod waits;
 pub mod watch;
 
 pub use acquire::{Acquired, ForceReleased};
+pub use cancel::{CancelWait, Cancelled};
 pub use reads::{Description, ListPage, SessionPage, SessionQuery, SessionView};
 
 use crate::error::NodeError;
@@ -80,12 +82,15 @@ impl Locks {
 }
 
 /// An acquisition's place in its session's exactly-once sequence.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sequence {
     /// The request's number.
     pub seq: u64,
     /// Every lower number is answered and will not be retried.
     pub acked_below: u64,
+    /// The numbers still in flight at or above `acked_below`: empty from a
+    /// client that acknowledges by `acked_below` alone.
+    pub in_flight: Vec<u64>,
 }
 
 /// Acquire a lock, at once or waiting in its queue.

@@ -71,6 +71,19 @@ pub struct LimitView {
     pub applied_index: u64,
 }
 
+/// `command` on behalf of `caller`: with authentication, a lease is
+/// returned only by the identity that took it.
+fn owned(caller: &Caller, command: Command) -> Command {
+    if caller.checks_ownership() {
+        Command::ByOwner {
+            owner: caller.name().to_owned(),
+            command: Box::new(command),
+        }
+    } else {
+        command
+    }
+}
+
 impl Locks {
     /// This leader's rate clock now, ns.
     fn rate_now(&self) -> u64 {
@@ -80,9 +93,17 @@ impl Locks {
             Some(c) if c.0 == term => c,
             _ => {
                 // A new term: carry on from the replicated clock, not from
-                // whatever this node measured under another leader.
+                // whatever this node measured under another leader, and
+                // count from when the term began, not from this term's first
+                // rate-limit call: every entry the base comes from was made
+                // before this node led, so the time since is real time the
+                // bucket refills by. Counting from the first call instead
+                // stopped the clock for as long as a new leader went without
+                // one, and a limit left idle across a failover refused takes
+                // its tokens had long refilled for.
                 let base = self.node.state.read().machine.rate_clock_ns();
-                let c = (term, base, Instant::now());
+                let since = self.leases.leading_since(term).unwrap_or_else(Instant::now);
+                let c = (term, base, since);
                 *clock = Some(c);
                 c
             }
@@ -99,14 +120,18 @@ impl Locks {
         queues.entry(name.to_owned()).or_default().clone()
     }
 
-    async fn take_once(&self, t: &Take) -> Result<Taken, NodeError> {
-        let cmd = Command::Take {
-            name: t.name.clone(),
-            n: t.n,
-            spec: t.spec,
-            lease_ms: t.lease_ms,
-            now_ns: self.rate_now(),
-        };
+    async fn take_once(&self, caller: &Caller, t: &Take) -> Result<Taken, NodeError> {
+        self.node.check_space()?;
+        let cmd = owned(
+            caller,
+            Command::Take {
+                name: t.name.clone(),
+                n: t.n,
+                spec: t.spec,
+                lease_ms: t.lease_ms,
+                now_ns: self.rate_now(),
+            },
+        );
         match self.node.propose_reply(cmd).await? {
             (
                 _,
@@ -147,7 +172,7 @@ impl Locks {
             caller.check(Access::Lock, &t.name)?;
             let started = Instant::now();
             let taken = match t.wait {
-                None => self.take_once(&t).await?,
+                None => self.take_once(caller, &t).await?,
                 Some(wait) => {
                     let deadline = started + wait;
                     let queue = self.queue(&t.name);
@@ -157,15 +182,18 @@ impl Locks {
                         // waiters ahead; say so with a try's answer.
                         Err(_) => {
                             return self
-                                .take_once(&Take {
-                                    wait: None,
-                                    ..t.clone()
-                                })
+                                .take_once(
+                                    caller,
+                                    &Take {
+                                        wait: None,
+                                        ..t.clone()
+                                    },
+                                )
                                 .await
                         }
                     };
                     loop {
-                        let taken = self.take_once(&t).await?;
+                        let taken = self.take_once(caller, &t).await?;
                         if taken.admitted || Instant::now() + taken.retry_after > deadline {
                             break taken;
                         }
@@ -173,15 +201,16 @@ impl Locks {
                     }
                 }
             };
-            let limit = t.name.clone();
+            // No limit label here: the registry never forgets a series,
+            // so labels by name grew without bound as limits came and went.
+            // Per-limit counts are read from the replicated state at
+            // scrape time instead (`admin::limit_series`).
             if taken.admitted {
-                metrics::counter!("raftlock_ratelimit_admitted_total", "limit" => limit.clone())
-                    .increment(taken.n);
-                metrics::histogram!("raftlock_ratelimit_wait_seconds", "limit" => limit)
+                metrics::counter!("raftlock_ratelimit_admitted_total").increment(taken.n);
+                metrics::histogram!("raftlock_ratelimit_wait_seconds")
                     .record(started.elapsed().as_secs_f64());
             } else {
-                metrics::counter!("raftlock_ratelimit_refused_total", "limit" => limit)
-                    .increment(1);
+                metrics::counter!("raftlock_ratelimit_refused_total").increment(1);
             }
             Ok(taken)
         }
@@ -199,12 +228,15 @@ impl Locks {
     ) -> Result<u64, NodeError> {
         validate::name(name)?;
         caller.check(Access::Lock, name)?;
-        let cmd = Command::ReturnTokens {
-            name: name.to_owned(),
-            lease,
-            unused,
-            now_ns: self.rate_now(),
-        };
+        let cmd = owned(
+            caller,
+            Command::ReturnTokens {
+                name: name.to_owned(),
+                lease,
+                unused,
+                now_ns: self.rate_now(),
+            },
+        );
         match self.node.propose_reply(cmd).await? {
             (_, Reply::Returned { credited }) => Ok(credited),
             (_, other) => Err(super::unexpected(other)),

@@ -45,6 +45,7 @@ impl Locks {
                 }
             }
             validate::host(&c.origin.host)?;
+            self.node.check_space()?;
             let cmd = match c.creation_key {
                 // Only a client that said where it runs gets the newer
                 // command, so a cluster in a rolling upgrade serves older

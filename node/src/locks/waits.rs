@@ -23,29 +23,49 @@ pub enum WaitResult {
 }
 
 type Key = (SessionId, String);
-/// The calls waiting on one (session, lock), by request id.
-type Waiting = Vec<(RequestId, oneshot::Sender<WaitResult>)>;
+/// The calls waiting on one (session, lock): request id, registration
+/// number, and where the result goes.
+type Waiting = Vec<(RequestId, u64, oneshot::Sender<WaitResult>)>;
 
 /// Registered waits.
 #[derive(Default)]
 pub struct Waits {
     inner: Mutex<HashMap<Key, Waiting>>,
+    /// Numbers registrations, so that one ending removes itself and not a
+    /// retry of the same request that waits beside it.
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl Waits {
+    /// Waiting calls registered on this node (a gauge: one left behind by
+    /// a call that ended is a leak).
+    pub fn len(&self) -> usize {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.values().map(Vec::len).sum()
+    }
+
+    /// No waiting call is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// Removes a registration when the waiting call ends, however it ends.
 pub struct Registration {
     waits: Arc<Waits>,
     key: Key,
-    request_id: RequestId,
+    serial: u64,
     /// Resolves when the wait ends.
     pub rx: oneshot::Receiver<WaitResult>,
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
+        // By its own number: its receiver is still alive here, so the
+        // sender does not look closed yet.
         let mut inner = self.waits.inner.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(list) = inner.get_mut(&self.key) {
-            list.retain(|(id, tx)| *id != self.request_id || !tx.is_closed());
+            list.retain(|(_, serial, _)| *serial != self.serial);
             if list.is_empty() {
                 inner.remove(&self.key);
             }
@@ -63,29 +83,38 @@ impl Waits {
     ) -> Registration {
         let (tx, rx) = oneshot::channel();
         let key = (session, name.to_owned());
+        let serial = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.inner
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .entry(key.clone())
             .or_default()
-            .push((request_id, tx));
+            .push((request_id, serial, tx));
         Registration {
             waits: self.clone(),
             key,
-            request_id,
+            serial,
             rx,
         }
+    }
+
+    /// Whether a call here waits for `request_id`'s wait for `name`.
+    pub fn is_waiting(&self, session: SessionId, name: &str, request_id: RequestId) -> bool {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner
+            .get(&(session, name.to_owned()))
+            .is_some_and(|list| list.iter().any(|(id, _, _)| *id == request_id))
     }
 
     fn resolve(&self, key: &Key, request_id: RequestId, result: impl Fn() -> WaitResult) {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(list) = inner.get_mut(key) {
             let mut kept = Vec::new();
-            for (id, tx) in list.drain(..) {
+            for (id, serial, tx) in list.drain(..) {
                 if id == request_id {
                     let _ = tx.send(result());
                 } else {
-                    kept.push((id, tx));
+                    kept.push((id, serial, tx));
                 }
             }
             *list = kept;
@@ -98,7 +127,7 @@ impl Waits {
     fn recheck_all(&self) {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         for (_, list) in inner.drain() {
-            for (_, tx) in list {
+            for (_, _, tx) in list {
                 let _ = tx.send(WaitResult::Recheck);
             }
         }
@@ -133,5 +162,44 @@ impl Waits {
                 Change::Restored => self.recheck_all(),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registered(waits: &Waits) -> usize {
+        waits.inner.lock().unwrap().values().map(Vec::len).sum()
+    }
+
+    /// A waiting call whose proposal failed (not leader, no session,
+    /// refused) drops its registration without any event: nothing may be
+    /// left behind.
+    #[test]
+    fn a_registration_dropped_without_an_event_leaves_nothing() {
+        let waits = Arc::new(Waits::default());
+        let r = waits.register(7, "l", RequestId(1));
+        assert_eq!(registered(&waits), 1);
+        drop(r);
+        assert_eq!(registered(&waits), 0, "the registry kept a dropped wait");
+        assert!(waits.inner.lock().unwrap().is_empty());
+    }
+
+    /// A retry of the same request waiting beside the first: the first
+    /// ending removes only itself, and the grant still reaches the retry.
+    #[tokio::test]
+    async fn a_retry_keeps_its_registration_when_the_first_call_ends() {
+        let waits = Arc::new(Waits::default());
+        let first = waits.register(7, "l", RequestId(1));
+        let mut retry = waits.register(7, "l", RequestId(1));
+        drop(first);
+        assert_eq!(registered(&waits), 1);
+        waits.resolve(&(7, "l".into()), RequestId(1), || {
+            WaitResult::Ended(WaitEnd::Cancelled)
+        });
+        assert!(matches!((&mut retry.rx).await, Ok(WaitResult::Ended(_))));
+        drop(retry);
+        assert_eq!(registered(&waits), 0);
     }
 }
