@@ -107,6 +107,8 @@ impl Candidate {
         let ticket = inner.ticket();
         let started = Instant::now();
         let name = self.name.as_str();
+        // Dropped with this future if the caller stops campaigning.
+        let cancel = crate::lock::CancelOnDrop::new(&self.session, name, &request_id);
         let resp = client
             .inner
             .cluster
@@ -120,11 +122,14 @@ impl Candidate {
                     wait_timeout_ms: Some(left.as_millis() as u64),
                     seq: ticket.seq,
                     acked_below: ticket.acked_below(),
+                    in_flight: ticket.in_flight(),
                 });
                 req.set_timeout(opts.attempt_timeout + left);
                 async move { ElectionClient::new(ch).campaign(req).await }
             })
-            .await
+            .await;
+        cancel.disarm();
+        let resp = resp
             .map_err(|s| Error::from_status(&s, Some(inner.lease.id), Some(name)))?
             .into_inner();
         let grant = resp.leader.map(Grant::from).ok_or_else(|| Error::Server {

@@ -93,6 +93,11 @@ pub enum Error {
     /// connection, a wait longer than allowed, ...).
     #[error("limit exceeded: {0}")]
     LimitExceeded(String),
+    /// The cluster's leader is short of disk space: new sessions, acquires
+    /// and takes are refused until an operator frees some; releases and
+    /// keep-alives go on.
+    #[error("no space: {0}")]
+    NoSpace(String),
     /// The cluster does not know who this client is (no token or
     /// certificate, or an unknown one).
     #[error("not authenticated: {0}")]
@@ -188,6 +193,7 @@ impl Error {
             Reason::TooManyLocks => Error::TooManyLocks(msg),
             Reason::TooManyUnacknowledged => Error::TooManyUnacknowledged(msg),
             Reason::LimitExceeded => Error::LimitExceeded(msg),
+            Reason::NoSpace => Error::NoSpace(msg),
             Reason::Unauthenticated => Error::Unauthenticated(msg),
             Reason::PermissionDenied => Error::PermissionDenied(msg),
             Reason::MembershipChangeRefused => Error::MembershipChangeRefused(msg),

@@ -192,6 +192,8 @@ impl LockBuilder {
         let opts = client.options().clone();
         let deadline = opts.deadline + wait.unwrap_or_default();
         let name = self.name.clone();
+        // Dropped with this future if the caller stops waiting.
+        let cancel = wait.map(|_| CancelOnDrop::new(&session, &name, &request_id));
         let res = client
             .inner
             .cluster
@@ -210,6 +212,7 @@ impl LockBuilder {
                     metadata: self.metadata.clone(),
                     seq: ticket.seq,
                     acked_below: ticket.acked_below(),
+                    in_flight: ticket.in_flight(),
                     count: self.count,
                     max_hold_ms: self.max_hold.map_or(0, |d| d.as_millis() as u64),
                     lock_delay_ms: self.lock_delay.map_or(0, |d| d.as_millis() as u64),
@@ -225,8 +228,11 @@ impl LockBuilder {
                         .and_then(acquired)
                 }
             })
-            .await
-            .map_err(|s| Error::from_status(&s, Some(inner.lease.id), Some(&name)))?;
+            .await;
+        if let Some(c) = cancel {
+            c.disarm();
+        }
+        let res = res.map_err(|s| Error::from_status(&s, Some(inner.lease.id), Some(&name)))?;
         match (resp_grant(res), wait) {
             (Some(grant), _) => {
                 // The leader counts a cap from when it applied the grant,
@@ -247,6 +253,79 @@ impl LockBuilder {
             (None, Some(_)) => Err(Error::WaitTimedOut(name)),
         }
     }
+}
+
+/// Held by a waiting acquisition (or campaign): if its future is dropped
+/// before the answer comes (a `select!` that took another branch, a
+/// timeout, a task aborted), the wait is cancelled on the cluster in the
+/// background, and a grant that raced the cancel is released. The server
+/// would notice the abandoned call by itself, but not over a Pipeline
+/// stream that other calls keep open.
+pub(crate) struct CancelOnDrop {
+    session: Option<Session>,
+    name: String,
+    request_id: Vec<u8>,
+}
+
+impl CancelOnDrop {
+    pub(crate) fn new(session: &Session, name: &str, request_id: &[u8]) -> Self {
+        CancelOnDrop {
+            session: Some(session.clone()),
+            name: name.to_owned(),
+            request_id: request_id.to_vec(),
+        }
+    }
+
+    /// The call answered: nothing to cancel.
+    pub(crate) fn disarm(mut self) {
+        self.session = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(session) = self.session.take() else {
+            return;
+        };
+        // An ended session has no waits left to cancel.
+        if !session.is_valid() {
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let name = std::mem::take(&mut self.name);
+            let request_id = std::mem::take(&mut self.request_id);
+            rt.spawn(async move {
+                match cancel_wait(&session, &name, &request_id).await {
+                    Ok(r) => tracing::debug!(lock = %name, cancelled = r.cancelled, released = r.released, token = r.token, "abandoned wait cancelled"),
+                    Err(e) => tracing::warn!(lock = %name, error = %e, "cancelling an abandoned wait failed; the server ends it at its deadline"),
+                }
+            });
+        }
+    }
+}
+
+async fn cancel_wait(
+    session: &Session,
+    name: &str,
+    request_id: &[u8],
+) -> Result<pb::CancelWaitResponse, Error> {
+    let client = &session.inner.client;
+    let id = session.id();
+    client
+        .inner
+        .cluster
+        .retry(client.options().deadline, |ch, _| async move {
+            raftlock_proto::v1::lock_client::LockClient::new(ch)
+                .cancel_wait(pb::CancelWaitRequest {
+                    session_id: id,
+                    name: name.to_owned(),
+                    request_id: request_id.to_vec(),
+                })
+                .await
+        })
+        .await
+        .map(tonic::Response::into_inner)
+        .map_err(|s| Error::from_status(&s, Some(id), Some(name)))
 }
 
 fn resp_grant(r: pb::AcquireResponse) -> Option<Grant> {

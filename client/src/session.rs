@@ -57,6 +57,19 @@ impl Ticket {
         let s = self.sequence.lock().unwrap_or_else(|p| p.into_inner());
         s.waiting.first().copied().unwrap_or(self.seq).min(self.seq)
     }
+
+    /// What to send as `in_flight` now: the numbers still waiting for an
+    /// answer, this one's included (the lowest ones, if there are many).
+    /// Every other number up to the highest listed is acknowledged, so a
+    /// long wait does not hold the answers of the calls made beside it.
+    pub(crate) fn in_flight(&self) -> Vec<u64> {
+        let s = self.sequence.lock().unwrap_or_else(|p| p.into_inner());
+        s.waiting
+            .iter()
+            .copied()
+            .take(raftlock_proto::limits::MAX_IN_FLIGHT_LISTED)
+            .collect()
+    }
 }
 
 impl Drop for Ticket {

@@ -1,6 +1,9 @@
 //! `raftlock bench`: load against a cluster, with latency percentiles from
 //! an HDR histogram. Several runs per invocation; the summary gives the
 //! median run, since a shared machine's figures vary run to run.
+//! It is longer than 800 lines because it holds the flags of every workload
+//! (one `Args`, as `raftlock bench --help` shows them) beside the lock
+//! workloads' own loop.
 
 use super::{connect, Cli};
 use anyhow::Context;
@@ -36,6 +39,13 @@ pub enum Workload {
     /// admitted per second, one Raft write per take, or per `--block` of
     /// tokens reserved and spent locally.
     Ratelimit,
+    /// A cluster the bench starts itself, under `--duration` of what a
+    /// fleet of services does for weeks (`--sessions` sessions taking short
+    /// locks, cancelling waits, campaigning, taking rate-limit tokens,
+    /// `--watchers` watch streams, leadership moved every
+    /// `--transfer-every`): each node's memory, descriptors, tasks and kept
+    /// state over time. Fails when they grow.
+    Soak,
 }
 
 /// How lock names are drawn.
@@ -122,6 +132,24 @@ pub struct Args {
     /// spent locally) instead of one take per token (0).
     #[arg(long, default_value_t = 0)]
     pub(super) block: u64,
+    /// `soak`: watch streams opened and dropped over the run.
+    #[arg(long, default_value_t = 20)]
+    pub(super) watchers: usize,
+    /// `soak`: how often leadership is handed to another node.
+    #[arg(long, default_value = "3m", value_parser = humantime::parse_duration)]
+    pub(super) transfer_every: Duration,
+    /// `soak`: how often every node is sampled.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub(super) sample_every: Duration,
+    /// `soak`: the run fails when a node's resident memory at the end is
+    /// more than this many percent above its value at `--reference-at`.
+    #[arg(long, default_value_t = 10.0)]
+    pub(super) max_rss_growth: f64,
+    /// `soak`: when the memory the end is compared with is read (default:
+    /// a sixth of `--duration`, once the sessions, queues and the log
+    /// between snapshots have filled).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub(super) reference_at: Option<Duration>,
     /// `failover`, `scale`, `--start-cluster`: the server binary to start (default: `raftlockd` beside
     /// this executable).
     #[arg(long)]
@@ -156,6 +184,9 @@ pub struct RunResult {
     /// `scale`: memory, snapshot and restart figures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) scale: Option<super::bench_scale::ScaleFigures>,
+    /// `soak`: the nodes sampled over the run, and what grew.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) soak: Option<super::bench_soak::SoakFigures>,
     /// Lock workloads: the servers' own counters over the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) server: Option<ServerFigures>,
@@ -262,7 +293,10 @@ pub struct FailoverFigures {
 pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     // Fail early with the usual message if the cluster is unreachable
     // (failover starts its own).
-    let own_cluster = matches!(a.workload, Workload::Failover | Workload::Scale);
+    let own_cluster = matches!(
+        a.workload,
+        Workload::Failover | Workload::Scale | Workload::Soak
+    );
     // Kept until the end of the invocation; dropping it stops the nodes.
     let mut started = None;
     let endpoints = if a.start_cluster && !own_cluster {
@@ -301,6 +335,7 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
             Workload::Keepalive => keepalive(cli, &endpoints, a, run).await?,
             Workload::Failover => super::bench_failover::failover(a, run).await?,
             Workload::Scale => super::bench_scale::scale(a, run).await?,
+            Workload::Soak => super::bench_soak::soak(a, run).await?,
             Workload::Ratelimit => super::bench_rate::ratelimit(cli, &endpoints, a, run).await?,
             _ => locks(cli, &endpoints, a, run).await?,
         };
@@ -320,6 +355,9 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
         );
         if let Some(f) = &r.scale {
             println!("    {}", serde_json::to_string(f)?);
+        }
+        if let Some(f) = &r.soak {
+            f.print();
         }
         if let Some(s) = &r.server {
             println!(
@@ -405,6 +443,7 @@ impl RunResult {
             lost_sessions: 0,
             failover: None,
             scale: None,
+            soak: None,
             server: None,
         }
     }

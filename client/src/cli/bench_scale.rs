@@ -4,7 +4,7 @@
 //! every node (SIGKILL, then start on the same data dirs) to serving again.
 
 use super::bench::{Args, RunResult};
-use super::bench_cluster::{find_raftlockd, start, LocalCluster};
+use super::bench_cluster::{find_raftlockd, mib, rss, sample, scrape, start, LocalCluster};
 use anyhow::Context;
 use futures::StreamExt;
 use hdrhistogram::Histogram;
@@ -13,7 +13,6 @@ use raftlock_proto::v1 as pb;
 use raftlock_proto::v1::cluster_client::ClusterClient;
 use serde::Serialize;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Requests each bench client keeps in flight while loading: enough to
 /// fill the leader's group commit.
@@ -44,45 +43,6 @@ pub struct ScaleFigures {
     /// Per node, time its restart spent loading its snapshot.
     snapshot_load_ms: Vec<f64>,
     rss_after_restart_mib: Vec<f64>,
-}
-
-fn mib(bytes: f64) -> f64 {
-    (bytes / (1024.0 * 1024.0) * 10.0).round() / 10.0
-}
-
-/// `VmRSS` and `VmHWM` of `pid`, in bytes (Linux; zeros elsewhere).
-fn rss(pid: Option<u32>) -> (f64, f64) {
-    let Some(pid) = pid else { return (0.0, 0.0) };
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return (0.0, 0.0);
-    };
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .map(|kb| kb * 1024.0)
-            .unwrap_or(0.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
-/// The node's Prometheus text, by a plain HTTP/1.0 GET.
-async fn scrape(addr: &str) -> anyhow::Result<String> {
-    let mut s = tokio::net::TcpStream::connect(addr).await?;
-    s.write_all(format!("GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .await?;
-    let mut body = String::new();
-    tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut body)).await??;
-    Ok(body)
-}
-
-/// The value of the first sample named exactly `name` (no labels).
-fn sample(text: &str, name: &str) -> Option<f64> {
-    text.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
-        let (n, v) = l.split_once(' ')?;
-        (n == name).then(|| v.trim().parse().ok()).flatten()
-    })
 }
 
 /// Polls `f` every 50 ms until it is true or `within` passes.

@@ -6,6 +6,7 @@ mod bench_failover;
 mod bench_http;
 mod bench_rate;
 mod bench_scale;
+mod bench_soak;
 mod describe;
 mod elect;
 mod list;
