@@ -1,0 +1,130 @@
+package raftlock_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	raftlock "github.com/raftlock/raftlock/clients/go"
+	"github.com/raftlock/raftlock/clients/go/internal/testcluster"
+)
+
+func TestSharedLocksSemaphoresMetadataAndLockDelay(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{})
+	cl := connect(t, c)
+	ctx := ctxT(t, 60*time.Second)
+	s1, s2, s3 := session(t, cl, 10*time.Second), session(t, cl, 10*time.Second), session(t, cl, 10*time.Second)
+
+	r1 := raftlock.NewMutex(s1, "f/rw", raftlock.WithShared(), raftlock.WithMetadata([]byte("reader-1")))
+	r2 := raftlock.NewMutex(s2, "f/rw", raftlock.WithShared())
+	if err := r1.TryLock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.TryLock(ctx); err != nil {
+		t.Fatalf("a second reader: %v", err)
+	}
+	if err := raftlock.NewMutex(s3, "f/rw").TryLock(ctx); !errors.Is(err, raftlock.ErrLocked) {
+		t.Fatalf("a writer beside readers: %v", err)
+	}
+	info, err := cl.Describe(ctx, "f/rw")
+	if err != nil || len(info.Holders) != 2 || string(info.Holders[0].Metadata) != "reader-1" || info.Holders[0].Mode != raftlock.Shared {
+		t.Fatalf("describe: %+v %v", info, err)
+	}
+
+	// A semaphore of 3: two places, then one, then no more.
+	two := raftlock.NewMutex(s1, "f/sem", raftlock.WithPermits(3), raftlock.WithCount(2))
+	one := raftlock.NewMutex(s2, "f/sem", raftlock.WithPermits(3))
+	if err := two.TryLock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := one.TryLock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g := two.Grant(); g.Count != 2 {
+		t.Fatalf("count %d", g.Count)
+	}
+	if err := raftlock.NewMutex(s3, "f/sem", raftlock.WithPermits(3)).TryLock(ctx); !errors.Is(err, raftlock.ErrLocked) {
+		t.Fatalf("a fourth place: %v", err)
+	}
+	if err := two.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := raftlock.NewMutex(s3, "f/sem", raftlock.WithPermits(3)).TryLock(ctx); err != nil {
+		t.Fatalf("a place freed: %v", err)
+	}
+
+	// A lock-delay keeps a lock nobody released from everyone for a while.
+	held := raftlock.NewMutex(s3, "f/delay", raftlock.WithLockDelay(2*time.Second), raftlock.WithMaxHold(time.Second))
+	if err := held.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g := held.Grant(); g.MaxHold != time.Second || g.LockDelay != 2*time.Second {
+		t.Fatalf("grant %+v", g)
+	}
+	<-held.Lost()
+	next := raftlock.NewMutex(s1, "f/delay")
+	start := time.Now()
+	if err := next.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < time.Second {
+		t.Fatalf("granted %v after the cap, inside the lock-delay", waited)
+	}
+	if next.Token() <= held.Token() && held.Token() != 0 {
+		t.Fatalf("tokens %d then %d", held.Token(), next.Token())
+	}
+}
+
+func TestRateLimitsTakeTryTakeAndReserve(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{})
+	cl := connect(t, c)
+	ctx := ctxT(t, 60*time.Second)
+	rl := cl.RateLimit("f/api", raftlock.RateLimitOptions{Rate: 10, Per: time.Second, Burst: 5})
+	created, err := rl.Define(ctx)
+	if err != nil || !created {
+		t.Fatalf("define: %v %v", created, err)
+	}
+	if again, err := rl.Define(ctx); err != nil || again {
+		t.Fatalf("define again: %v %v", again, err)
+	}
+	a, err := rl.TryTake(ctx, 5)
+	if err != nil || !a.Admitted || a.N != 5 {
+		t.Fatalf("the burst: %+v %v", a, err)
+	}
+	a, err = rl.TryTake(ctx, 1)
+	if err != nil || a.Admitted || a.RetryAfter <= 0 {
+		t.Fatalf("past the burst: %+v %v", a, err)
+	}
+	start := time.Now()
+	a, err = rl.Take(ctx, 2, 2*time.Second)
+	if err != nil || !a.Admitted {
+		t.Fatalf("a waiting take: %+v %v", a, err)
+	}
+	if time.Since(start) < 100*time.Millisecond {
+		t.Fatal("a take past the burst was admitted without waiting")
+	}
+	// Four tokens take 400 ms to refill; the waiting take may have been
+	// admitted against tokens due a little after its answer.
+	time.Sleep(1200 * time.Millisecond)
+	lease, err := rl.Reserve(ctx, 4, 2*time.Second)
+	if err != nil || lease == nil || lease.Reserved() != 4 {
+		t.Fatalf("reserve: %+v %v", lease, err)
+	}
+	if !lease.TrySpend() || lease.Left() != 3 {
+		t.Fatal("spending from the lease")
+	}
+	back, err := lease.Finish(ctx)
+	if err != nil || back != 3 {
+		t.Fatalf("finish credited %d: %v", back, err)
+	}
+	if lease.TrySpend() {
+		t.Fatal("spent from a finished lease")
+	}
+	info, err := rl.Describe(ctx)
+	if err != nil || info.Rate != 10 || info.Burst != 5 || info.Per != time.Second {
+		t.Fatalf("describe: %+v %v", info, err)
+	}
+	if existed, err := rl.Delete(ctx); err != nil || !existed {
+		t.Fatalf("delete: %v %v", existed, err)
+	}
+}
