@@ -106,6 +106,14 @@ class Cluster:
             time.sleep(0.1)
         raise TimeoutError("no leader")
 
+    def logs(self, lines: int = 40) -> str:
+        """The last lines of every node's log, for a failed test's report."""
+        out = []
+        for log in sorted(Path(self.dir.name).glob("n*.log")):
+            tail = log.read_text(errors="replace").splitlines()[-lines:]
+            out.append(f"--- {log.name} (last {len(tail)} lines)\n" + "\n".join(tail))
+        return "\n".join(out)
+
     def close(self) -> None:
         for node in list(self.procs):
             p = self.procs.pop(node)
@@ -114,10 +122,22 @@ class Cluster:
         self.dir.cleanup()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    # Lets the cluster fixture see whether its test failed.
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    setattr(item, f"report_{report.when}", report)
+
+
 @pytest.fixture
-def cluster() -> Iterator[Cluster]:
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     c = Cluster()
     try:
         yield c
     finally:
+        report = getattr(request.node, "report_call", None)
+        if report is not None and report.failed:
+            # A failure against a real cluster is read from the nodes' logs.
+            report.sections.append(("raftlockd logs", c.logs()))
         c.close()

@@ -332,12 +332,13 @@ async def test_a_lock_delay_follows_a_hold_whose_session_expired(cluster: Cluste
         assert quick is not None, "a released lock must not be delayed"
         await quick.release()
 
-        # A dead holder: its client stops renewing and leaves the session
-        # to expire (Client.close does not close sessions).
+        # A dead holder: its client stops renewing, as a process that died
+        # would, and its session is left to expire (Client.close would end
+        # it cleanly, with no lock-delay).
         dying = raftlock.Client(cluster.endpoints)
         ds = await dying.session(ttl=1)
         g = await ds.lock("delay/a", lock_delay=3.0, timeout=5)
-        await dying.close()
+        await dying._keepalive.stop()
         for _ in range(250):
             d = await client.describe("delay/a")
             if not d.holders:
@@ -358,3 +359,40 @@ async def test_a_lock_delay_follows_a_hold_whose_session_expired(cluster: Cluste
         assert got.token > g.token
         assert (await client.describe("delay/a")).lock_delay_ms == 0
         await got.release()
+        await dying.close()
+
+
+async def test_a_cancelled_wait_leaves_the_queue_and_the_next_live_waiter_is_granted(
+    cluster: Cluster,
+) -> None:
+    async with raftlock.Client(cluster.endpoints) as client:
+        a, b, c = [await client.session(ttl=30) for _ in range(3)]
+        held = await a.lock("cancel/py", timeout=5)
+
+        async def waiters() -> list[int]:
+            return [w.session_id for w in (await client.describe("cancel/py")).waiters]
+
+        async def until(want: list[int], within: float) -> float:
+            start = time.monotonic()
+            while await waiters() != want:
+                assert time.monotonic() - start < within, f"waiters {await waiters()}, expected {want}"
+                await asyncio.sleep(0.02)
+            return time.monotonic() - start
+
+        async def wait(s: raftlock.Session) -> raftlock.Guard:
+            return await s.lock("cancel/py", timeout=60)
+
+        # b's caller gives up: asyncio.wait_for cancels the waiting task.
+        gave_up = asyncio.create_task(asyncio.wait_for(wait(b), 1.0))
+        await until([b.id], 10)
+        later = asyncio.create_task(wait(c))
+        await until([b.id, c.id], 10)
+        with pytest.raises(asyncio.TimeoutError):
+            await gave_up
+        gone = await until([c.id], 1.0)
+        print(f"waiter gone {gone:.3f} s after the cancel")
+        await held.release()
+        got = await asyncio.wait_for(later, 10)
+        d = await client.describe("cancel/py")
+        assert [h.session_id for h in d.holders] == [c.id] and got.token == d.holders[0].token
+        assert d.waiters == []

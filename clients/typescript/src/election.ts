@@ -8,7 +8,7 @@
 import type { Session } from "./session";
 import { Grant, GrantJson, b64, bytesOf, grantFrom, newRequestId, text } from "./codec";
 import { NotHolder, RaftlockError, SessionGone, ServerError, WaitTimedOut, errorFromBody } from "./errors";
-import { MAX_WAIT_MS } from "./lock";
+import { MAX_WAIT_MS, cancelWaitSoon } from "./lock";
 import { Cluster, OpenStream, retryable } from "./transport";
 import { Sleeper, jitter, now } from "./time";
 
@@ -23,6 +23,12 @@ import { Sleeper, jitter, now } from "./time";
 export interface CampaignOptions {
   /** Give up with {@link WaitTimedOut} if not elected within this long (default: as long as the session lives). */
   timeoutMs?: number;
+  /**
+   * Gives the campaign up when aborted: the call rejects with the signal's
+   * reason, the candidate leaves the queue at once, and a leadership that
+   * raced the abort is given up, never left held.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -203,14 +209,14 @@ export async function campaign(session: Session, name: string, value: string | U
     // it ends, keeping its place only for that long.
     const turn = Math.min(MAX_WAIT_MS, Math.max(0, end - now()));
     try {
-      return await campaignOnce(session, name, bytes, turn);
+      return await campaignOnce(session, name, bytes, turn, o.signal);
     } catch (e) {
       if (!(e instanceof WaitTimedOut) || now() >= end - 1 || !session.valid) throw e;
     }
   }
 }
 
-async function campaignOnce(s: Session, name: string, value: Uint8Array, waitMs: number): Promise<Leadership> {
+async function campaignOnce(s: Session, name: string, value: Uint8Array, waitMs: number, signal?: AbortSignal): Promise<Leadership> {
   s.check();
   const requestId = b64(newRequestId());
   const ticket = s.ticket();
@@ -229,16 +235,18 @@ async function campaignOnce(s: Session, name: string, value: Uint8Array, waitMs:
             waitTimeoutMs: String(left),
             seq: String(ticket.seq),
             ackedBelow: String(ticket.ackedBelow()),
+          inFlight: ticket.inFlight(),
           },
           timeoutMs: s.cluster.options.attemptTimeoutMs + left,
         };
       },
-      { deadlineMs: s.cluster.options.deadlineMs + waitMs },
+      { deadlineMs: s.cluster.options.deadlineMs + waitMs, signal },
     );
     if (!r.leader) throw new ServerError("campaign answered without a leadership", { code: "INTERNAL" });
     return new Leadership(s, grantFrom(r.leader));
   } catch (e) {
     if (e instanceof SessionGone) s.markGone(e);
+    if (signal?.aborted) cancelWaitSoon(s, name, requestId);
     throw e;
   } finally {
     ticket.done();

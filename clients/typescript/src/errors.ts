@@ -49,6 +49,7 @@ export type Reason =
   | "TOO_MANY_LOCKS"
   | "TOO_MANY_UNACKNOWLEDGED"
   | "LIMIT_EXCEEDED"
+  | "NO_SPACE"
   | "UNAUTHENTICATED"
   | "PERMISSION_DENIED"
   | "MEMBERSHIP_CHANGE_REFUSED"
@@ -89,6 +90,7 @@ export const REASONS: readonly Reason[] = [
   "TOO_MANY_LOCKS",
   "TOO_MANY_UNACKNOWLEDGED",
   "LIMIT_EXCEEDED",
+  "NO_SPACE",
   "UNAUTHENTICATED",
   "PERMISSION_DENIED",
   "MEMBERSHIP_CHANGE_REFUSED",
@@ -408,6 +410,18 @@ export class TooManyLocks extends LimitExceeded {}
 export class TooManyUnacknowledged extends LimitExceeded {}
 
 /**
+ * The cluster's leader is short of disk space: new sessions, acquires and
+ * takes are refused until an operator frees some; releases and keep-alives
+ * go on.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof NoSpace) console.log("the cluster is out of disk space");
+ * ```
+ */
+export class NoSpace extends LimitExceeded {}
+
+/**
  * No rate limit of this name, and the call did not say how to create it
  * (give `rate` to {@link Client.rateLimit}).
  *
@@ -518,6 +532,7 @@ const BY_REASON: Record<Reason, ErrorClass> = {
   TOO_MANY_LOCKS: TooManyLocks,
   TOO_MANY_UNACKNOWLEDGED: TooManyUnacknowledged,
   LIMIT_EXCEEDED: LimitExceeded,
+  NO_SPACE: NoSpace,
   UNAUTHENTICATED: Unauthenticated,
   PERMISSION_DENIED: PermissionDenied,
   MEMBERSHIP_CHANGE_REFUSED: MembershipError,

@@ -53,6 +53,7 @@ export {
   StaleToken,
   TooManyLocks,
   TooManyUnacknowledged,
+  NoSpace,
   TooManyWaiters,
   TtlOutOfRange,
   Unauthenticated,

@@ -58,6 +58,12 @@ export interface LockOptions {
   lockDelayMs?: number;
   /** Stored with the grant, shown by `describe` (at most 4 KiB; strings are UTF-8). */
   metadata?: string | Uint8Array;
+  /**
+   * Gives the wait up when aborted: the call rejects with the signal's
+   * reason, the waiter leaves the server's queue at once, and a grant that
+   * raced the abort is released, never left held.
+   */
+  signal?: AbortSignal;
 }
 
 interface AcquireJson {
@@ -269,6 +275,18 @@ function checkOptions(o: LockOptions): void {
   }
 }
 
+/**
+ * @internal Cancels a wait its caller gave up on, in the background: the
+ * server would see the closed connection too, but this is sooner, and
+ * reaches the leader even if the wait went through another node.
+ */
+export function cancelWaitSoon(s: Session, name: string, requestId: string): void {
+  if (!s.valid) return;
+  s.cluster
+    .call("/v1/lock/cancel-wait", () => ({ body: { sessionId: String(s.id), name, requestId } }))
+    .catch(() => undefined); // the server ends the wait at its deadline anyway
+}
+
 /** @internal A lock acquisition: waiting (in turns of at most
  * {@link MAX_WAIT_MS}) or a try-lock. */
 export async function acquire(session: Session, name: string, o: LockOptions, wait: boolean): Promise<LockGuard | null> {
@@ -316,6 +334,7 @@ async function acquireOnce(session: Session, name: string, o: LockOptions, waitM
           mode: shared ? "LOCK_MODE_SHARED" : "LOCK_MODE_EXCLUSIVE",
           seq: String(ticket.seq),
           ackedBelow: String(ticket.ackedBelow()),
+          inFlight: ticket.inFlight(),
         };
         if (permits > 0) body.permits = permits;
         if (count > 0) body.count = count;
@@ -325,7 +344,7 @@ async function acquireOnce(session: Session, name: string, o: LockOptions, waitM
         if (metadata.length > 0) body.metadata = b64(metadata);
         return { body, timeoutMs: attemptTimeout + (left ?? 0) };
       },
-      { deadlineMs: s.cluster.options.deadlineMs + (waitMs ?? 0) },
+      { deadlineMs: s.cluster.options.deadlineMs + (waitMs ?? 0), signal: o.signal },
     );
     // `started` precedes the first attempt: a hold cap counts from it.
     if (r.acquired && r.grant) return new LockGuard(s, grantFrom(r.grant), started);
@@ -333,6 +352,7 @@ async function acquireOnce(session: Session, name: string, o: LockOptions, waitM
     throw new WaitTimedOut(`timed out waiting for lock ${JSON.stringify(name)}`, { code: "DEADLINE_EXCEEDED", reason: "WAIT_TIMED_OUT" });
   } catch (e) {
     if (e instanceof SessionGone) s.markGone(e);
+    if (waitMs !== null && o.signal?.aborted) cancelWaitSoon(s, name, requestId);
     throw e;
   } finally {
     ticket.done();

@@ -27,6 +27,17 @@ declare var performance: {
 
 declare var __dirname: string;
 
+// Node 18+ has the DOM's AbortController and AbortSignal as globals.
+interface AbortSignal {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+}
+declare var AbortController: {
+  new (): { readonly signal: AbortSignal; abort(reason?: unknown): void };
+};
+
 interface NodeTimer {
   ref(): this;
   unref(): this;

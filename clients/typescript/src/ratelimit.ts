@@ -41,6 +41,8 @@ export interface RateLimitOptions {
 export interface TakeOptions {
   /** Wait on the server up to this long, ms (at most the cluster's longest wait, an hour by default; longer is refused with `InvalidArgument`). */
   waitMs: number;
+  /** Gives the wait up when aborted: the call rejects with the signal's reason and its connection is closed, which ends the wait on the server. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -185,7 +187,7 @@ export class RateLimit {
     this.spec = { rate: String(rate), perMs: String(perMs ?? 1_000), burst: String(burst ?? 1) };
   }
 
-  private async call(n: number, waitMs: number | null, leaseMs: number): Promise<TakeJson> {
+  private async call(n: number, waitMs: number | null, leaseMs: number, signal?: AbortSignal): Promise<TakeJson> {
     wholeNumber(n, "n", 1);
     if (waitMs !== null && !(waitMs >= 0 && Number.isFinite(waitMs))) {
       throw new InvalidArgument(`waitMs must be at least 0, got ${waitMs}`, { code: "INVALID_ARGUMENT", reason: "INVALID_ARGUMENT" });
@@ -203,7 +205,7 @@ export class RateLimit {
         if (leaseMs > 0) body.leaseMs = String(leaseMs);
         return { body, timeoutMs: cluster.options.attemptTimeoutMs + (left ?? 0) };
       },
-      { deadlineMs: cluster.options.deadlineMs + (waitMs ?? 0) },
+      { deadlineMs: cluster.options.deadlineMs + (waitMs ?? 0), signal },
     );
   }
 
@@ -231,7 +233,7 @@ export class RateLimit {
    * ```
    */
   async take(n: number, options: TakeOptions): Promise<Admission> {
-    return admission(await this.call(n, options.waitMs, 0));
+    return admission(await this.call(n, options.waitMs, 0, options.signal));
   }
 
   /**

@@ -20,6 +20,12 @@ export interface Ticket {
   readonly seq: number;
   /** The lowest number still waiting for its answer (this one at most). */
   ackedBelow(): number;
+  /**
+   * The numbers still waiting for their answers, this one's included (the
+   * lowest 1,024): every other number up to the highest is acknowledged,
+   * so a long wait does not keep the answers of the calls made beside it.
+   */
+  inFlight(): string[];
   /** The answer is in, or the caller gave up and will not retry. */
   done(): void;
 }
@@ -233,6 +239,7 @@ export class Session {
         for (const s of this.waiting) if (s < low) low = s;
         return low;
       },
+      inFlight: () => [...this.waiting].sort((a, b) => a - b).slice(0, 1024).map(String),
       done: () => {
         this.waiting.delete(seq);
       },

@@ -133,6 +133,13 @@ export interface CallOptions {
   idempotent?: boolean;
   /** Take a success as proof the node leads (false for calls any node answers). */
   fromLeader?: boolean;
+  /** Gives the call up when aborted: the attempt in flight is cut off and the call rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** What a call given up through its signal rejects with: the signal's reason, as `fetch` does. */
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new Error("the call was aborted");
 }
 
 /** An attempt that failed below HTTP: no answer was read. */
@@ -367,8 +374,9 @@ export class Cluster {
    * parsed JSON answer, or a typed error (an `Unavailable` without
    * `httpStatus` when no answer was read).
    */
-  send(addr: string, path: string, body: unknown, timeoutMs: number, watch = true): Promise<unknown> {
+  send(addr: string, path: string, body: unknown, timeoutMs: number, watch = true, signal?: AbortSignal): Promise<unknown> {
     if (this.closed) return Promise.reject(new ClientClosed("the client is closed", { code: "CANCELLED" }));
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
     return new Promise((resolve, reject) => {
       const payload = JSON.stringify(body);
       let sent = false;
@@ -385,12 +393,16 @@ export class Cluster {
         settled = true;
         clearTimeout(timer);
         unwatch();
+        signal?.removeEventListener("abort", onAbort);
         f();
       };
-      const fail = (e: RaftlockError): void => {
+      const fail = (e: unknown): void => {
         finish(() => reject(e));
         req.destroy();
       };
+      // Closing the connection is what tells the server the caller left.
+      const onAbort = (): void => fail(abortReason(signal as AbortSignal));
+      signal?.addEventListener("abort", onAbort, { once: true });
       const timer = setTimeout(
         () => fail(new Unavailable(`node ${addr}: no answer to ${path} within ${Math.round(timeoutMs)} ms`, { code: "DEADLINE_EXCEEDED" })),
         timeoutMs,
@@ -434,9 +446,9 @@ export class Cluster {
   }
 
   /** One attempt through the interceptors. */
-  attempt(addr: string, path: string, body: Record<string, unknown>, timeoutMs: number, attempt: number): Promise<unknown> {
+  attempt(addr: string, path: string, body: Record<string, unknown>, timeoutMs: number, attempt: number, signal?: AbortSignal): Promise<unknown> {
     const info: CallInfo = { node: addr, path, body, attempt };
-    let next = (): Promise<unknown> => this.send(addr, path, body, timeoutMs);
+    let next = (): Promise<unknown> => this.send(addr, path, body, timeoutMs, true, signal);
     for (const ic of [...this.options.interceptors].reverse()) {
       const inner = next;
       next = () => ic(info, inner);
@@ -456,12 +468,14 @@ export class Cluster {
     for (let attempt = 0; ; attempt++) {
       if (this.closed) throw new ClientClosed("the client is closed", { code: "CANCELLED" });
       const addr = this.target();
+      if (o.signal?.aborted) throw abortReason(o.signal);
       const { body, timeoutMs } = make(attempt);
       try {
-        const answer = await this.attempt(addr, path, body, timeoutMs ?? this.options.attemptTimeoutMs, attempt);
+        const answer = await this.attempt(addr, path, body, timeoutMs ?? this.options.attemptTimeoutMs, attempt, o.signal);
         if (o.fromLeader !== false) this.remember(addr);
         return answer as T;
       } catch (raw) {
+        if (o.signal?.aborted) throw abortReason(o.signal);
         const e = raw instanceof RaftlockError ? raw : new Unavailable(String(raw), { code: "UNKNOWN", cause: raw });
         const again = o.idempotent === false ? e.reason === "NOT_LEADER" || NOT_SENT.get(e) === true : retryable(e);
         if (!again) throw e;

@@ -326,6 +326,35 @@ describe("locks on a real cluster", () => {
     }
   });
 
+  test("an aborted wait leaves the queue at once and the next live waiter is granted", { timeout: 60_000 }, async () => {
+    const [a, b, c] = [await client.session({ ttlMs: 30_000 }), await client.session({ ttlMs: 30_000 }), await client.session({ ttlMs: 30_000 })];
+    const held = await a.lock("cancel/ts");
+    const waiters = async (): Promise<bigint[]> => (await client.describe("cancel/ts")).waiters.map((w) => w.sessionId);
+    const abort = new AbortController();
+    const gaveUp = b.lock("cancel/ts", { timeoutMs: 60_000, signal: abort.signal });
+    await eventually("b queued", async () => (await waiters()).length === 1);
+    const later = c.lock("cancel/ts", { timeoutMs: 60_000 });
+    await eventually("c queued behind b", async () => (await waiters()).length === 2);
+    abort.abort(new Error("shutting down"));
+    await assert.rejects(gaveUp, (e: unknown) => e instanceof Error && e.message === "shutting down");
+    const aborted = Date.now();
+    await eventually("b gone from the queue", async () => {
+      const w = await waiters();
+      return w.length === 1 && w[0] === c.id;
+    }, 1_000);
+    console.log(`waiter gone ${Date.now() - aborted} ms after the abort`);
+    await held.release();
+    const got = await within(later, 10_000, "c granted");
+    const info = await client.describe("cancel/ts");
+    assert.deepEqual(info.holders.map((h) => h.sessionId), [c.id]);
+    assert.equal(info.holders[0]!.token, got.token);
+    assert.deepEqual(info.waiters, []);
+    // A signal aborted before the call: nothing is sent.
+    await assert.rejects(b.lock("cancel/ts", { signal: abort.signal }), (e: unknown) => e instanceof Error && e.message === "shutting down");
+    await got.release();
+    for (const s of [a, b, c]) await s.close();
+  });
+
   test("the examples run against the cluster", { timeout: 60_000 }, async () => {
     for (const ex of ["map-lock.js", "postgres-lock-table.js"]) {
       const p = track(

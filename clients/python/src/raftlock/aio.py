@@ -140,10 +140,27 @@ class Description:
     resized: bool = False
 
 
-def _endpoints(endpoints: Union[str, Sequence[str]]) -> list[str]:
+def _endpoints(endpoints: Union[str, Sequence[str]], tls: Optional["Tls"]) -> list[str]:
+    """``host:port`` of each endpoint, written as the CLI takes them: with or
+    without ``http://`` or ``https://`` (whose TLS must then agree with
+    ``tls``), comma-separated or listed."""
     if isinstance(endpoints, str):
         endpoints = endpoints.split(",")
-    out = [e.strip() for e in endpoints if e.strip()]
+    out = []
+    for e in endpoints:
+        e = e.strip().rstrip("/")
+        if not e:
+            continue
+        scheme, sep, rest = e.partition("://")
+        if sep:
+            if scheme not in ("http", "https"):
+                raise errors.InvalidArgument(f"endpoint {e!r}: only http:// and https:// are understood")
+            if (scheme == "https") != (tls is not None):
+                raise errors.InvalidArgument(
+                    f"endpoint {e!r}: https:// needs tls=Tls(...), and tls=Tls(...) needs https:// or no scheme"
+                )
+            e = rest
+        out.append(e)
     if not out:
         raise errors.InvalidArgument("no endpoints given")
     return out
@@ -169,7 +186,9 @@ class Client:
     jittered backoff until ``deadline`` seconds, and keeps all its
     sessions alive over one stream.
 
-    ``endpoints`` is a list of ``host:port`` or a comma-separated string;
+    ``endpoints`` is a list of ``host:port`` (or ``http://host:port``, as
+    the CLI's ``RAFTLOCK_ENDPOINTS`` may hold them) or a comma-separated
+    string;
     ``token`` a bearer token for clusters with authentication; ``tls`` the
     CA (and client certificate) for clusters with TLS; ``interceptors``
     gRPC client interceptors (tracing, metrics) applied to every call.
@@ -191,7 +210,7 @@ class Client:
         interceptors: Optional[Sequence[grpc.aio.ClientInterceptor]] = None,
         pipeline: bool = True,
     ) -> None:
-        self._endpoints = _endpoints(endpoints)
+        self._endpoints = _endpoints(endpoints, tls)
         self._tls = tls
         self._token = token
         self._interceptors = list(interceptors or [])
@@ -217,15 +236,22 @@ class Client:
         await self.close()
 
     async def close(self) -> None:
-        """Stops keep-alives and closes connections (sessions are left to
-        expire; close them first to release their locks at once). Token
-        leases not finished give back their unspent tokens first, best
-        effort."""
+        """Ends the client: its sessions are closed on the server (their
+        locks released and waits cancelled at once, as a service shutting
+        down wants; a session the server cannot be told of in time is left
+        to expire), token leases not finished give back their unspent
+        tokens, then keep-alives stop and connections close. Best effort,
+        at most ``min(deadline, 5)`` seconds for the calls."""
         leases = [lease for lease in list(self._token_leases) if not lease._finished]
-        if leases and not self._closed:
-            give_back = asyncio.gather(*(lease.finish() for lease in leases), return_exceptions=True)
+        sessions = list(self._keepalive.sessions.values())
+        if (leases or sessions) and not self._closed:
+            ending = asyncio.gather(
+                *(lease.finish() for lease in leases),
+                *(s.close() for s in sessions),
+                return_exceptions=True,
+            )
             try:
-                await asyncio.wait_for(give_back, min(self.deadline, 5.0))
+                await asyncio.wait_for(ending, min(self.deadline, 5.0))
             except asyncio.TimeoutError:
                 pass
         self._closed = True
@@ -599,6 +625,13 @@ class Session:
     def _acked_below(self, seq: int) -> int:
         return min(min(self._waiting, default=seq), seq)
 
+    def _in_flight(self) -> list[int]:
+        """The numbers still waiting for their answers (the lowest 1,024),
+        sent with each numbered call: every other number up to the highest
+        is acknowledged, so a long wait does not keep the answers of the
+        calls made beside it."""
+        return sorted(self._waiting)[:1024]
+
     def _done(self, seq: int) -> None:
         self._waiting.discard(seq)
 
@@ -669,6 +702,38 @@ class Session:
             if end is not None and time.monotonic() >= end - 0.001:
                 raise LockTimeout(f"not elected leader of {election!r} in time")
 
+    def _cancel_wait_soon(self, name: str, request_id: bytes) -> None:
+        """Cancels an abandoned wait on the cluster, in the background: the
+        task that awaited it was cancelled, so it cannot wait for this. A
+        grant that won the race is released by the server."""
+        if self._ended is not None or self.client._closed:
+            return
+        task = asyncio.get_running_loop().create_task(_cancel_quietly(self, name, request_id))
+        _GIVING_BACK.add(task)
+        task.add_done_callback(_GIVING_BACK.discard)
+
+    async def cancel_wait(self, name: str, request_id: bytes) -> pb.CancelWaitResponse:
+        """Gives up this session's wait for ``name`` made with
+        ``request_id`` (the waiting call fails with ``WAIT_CANCELLED``); if
+        the lock was granted to it meanwhile, releases it. Cancelling the
+        task that awaits :meth:`lock` or :meth:`campaign` does this by
+        itself; this is for a wait another process started. Idempotent.
+
+        Example::
+
+            r = await session.cancel_wait("jobs/nightly", request_id)
+            print(r.cancelled, r.released)
+        """
+        req = pb.CancelWaitRequest(session_id=self.id, name=name, request_id=request_id)
+
+        async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.CancelWaitResponse:
+            r: pb.CancelWaitResponse = await _stub(rpc.LockStub, ch).CancelWait(
+                req, timeout=t, metadata=md
+            )
+            return r
+
+        return await self.client._call(call)
+
     async def _campaign_once(self, election: str, value: bytes, end: float) -> Optional["Leadership"]:
         self.check()
         seq = self._ticket()
@@ -685,6 +750,7 @@ class Session:
                     wait_timeout_ms=int(left * 1000),
                     seq=seq,
                     acked_below=self._acked_below(seq),
+                    in_flight=self._in_flight(),
                 )
                 r: pb.CampaignResponse = await _stub(rpc.ElectionStub, ch).Campaign(
                     req, timeout=self.client.attempt_timeout + left, metadata=md
@@ -694,6 +760,9 @@ class Session:
             r = await self.client._call(call, extra_timeout=max(0.0, end - time.monotonic()))
         except LockTimeout:
             return None
+        except asyncio.CancelledError:
+            self._cancel_wait_soon(election, request_id)
+            raise
         except errors.SessionGone:
             self._end(SessionGone(f"session {self.id} is gone"))
             raise
@@ -788,6 +857,7 @@ class LockRequest:
                     metadata=self.metadata,
                     seq=seq,
                     acked_below=s._acked_below(seq),
+                    in_flight=s._in_flight(),
                     count=self.count,
                     max_hold_ms=max_hold_ms,
                     lock_delay_ms=lock_delay_ms,
@@ -806,6 +876,10 @@ class LockRequest:
             r = await s.client._call(call, extra_timeout=extra)
         except LockTimeout:
             return None
+        except asyncio.CancelledError:
+            if end is not None:
+                s._cancel_wait_soon(self.name, request_id)
+            raise
         except SessionGone:
             s._end(SessionGone(f"session {s.id} is gone"))
             raise
@@ -1192,6 +1266,17 @@ class RateLimit:
             return r
 
         return (await self.client._call(call)).credited
+
+
+async def _cancel_quietly(session: Session, name: str, request_id: bytes) -> None:
+    try:
+        await session.cancel_wait(name, request_id)
+    except Exception as e:  # the server ends the wait at its deadline anyway
+        import logging
+
+        logging.getLogger("raftlock").warning(
+            "cancelling the abandoned wait for %r failed: %s", name, e
+        )
 
 
 async def _give_back_quietly(limit: RateLimit, lease_id: int, unused: int) -> None:

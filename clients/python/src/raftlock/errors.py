@@ -113,6 +113,12 @@ class LimitExceeded(RaftlockError):
     rate limits as the cluster keeps, ...)."""
 
 
+class NoSpace(LimitExceeded):
+    """The cluster's leader is short of disk space: new sessions, acquires
+    and takes are refused until an operator frees some; releases and
+    keep-alives go on."""
+
+
 class TooManyLocks(LimitExceeded):
     """The session (or cluster) holds as many locks as allowed."""
 
@@ -175,6 +181,7 @@ _BY_REASON: dict[str, type[RaftlockError]] = {
     "TOO_MANY_LOCKS": TooManyLocks,
     "TOO_MANY_UNACKNOWLEDGED": LimitExceeded,
     "LIMIT_EXCEEDED": LimitExceeded,
+    "NO_SPACE": NoSpace,
     "UNAUTHENTICATED": Unauthenticated,
     "PERMISSION_DENIED": PermissionDenied,
     "MEMBERSHIP_CHANGE_REFUSED": MembershipChangeRefused,

@@ -101,7 +101,8 @@ class Client:
         self.close()
 
     def close(self) -> None:
-        """Stops keep-alives, closes connections and the loop thread (a
+        """Closes its sessions on the server (their locks are released at
+        once), stops keep-alives, closes connections and the loop thread (a
         second call does nothing)."""
         if self._loop.closed:
             return

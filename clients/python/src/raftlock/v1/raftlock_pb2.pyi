@@ -186,6 +186,26 @@ class CloseSessionResponse(_message.Message):
     released: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, released: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class CancelWaitRequest(_message.Message):
+    __slots__ = ("session_id", "name", "request_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: int
+    name: str
+    request_id: bytes
+    def __init__(self, session_id: _Optional[int] = ..., name: _Optional[str] = ..., request_id: _Optional[bytes] = ...) -> None: ...
+
+class CancelWaitResponse(_message.Message):
+    __slots__ = ("cancelled", "released", "token")
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    cancelled: bool
+    released: bool
+    token: int
+    def __init__(self, cancelled: _Optional[bool] = ..., released: _Optional[bool] = ..., token: _Optional[int] = ...) -> None: ...
+
 class ResizeRequest(_message.Message):
     __slots__ = ("name", "permits")
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -287,7 +307,7 @@ class ForceReleaseResponse(_message.Message):
     def __init__(self, released: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ..., granted: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ...) -> None: ...
 
 class AcquireRequest(_message.Message):
-    __slots__ = ("session_id", "name", "request_id", "mode", "permits", "wait_timeout_ms", "metadata", "seq", "acked_below", "count", "max_hold_ms", "lock_delay_ms")
+    __slots__ = ("session_id", "name", "request_id", "mode", "permits", "wait_timeout_ms", "metadata", "seq", "acked_below", "count", "max_hold_ms", "lock_delay_ms", "in_flight")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
@@ -300,6 +320,7 @@ class AcquireRequest(_message.Message):
     COUNT_FIELD_NUMBER: _ClassVar[int]
     MAX_HOLD_MS_FIELD_NUMBER: _ClassVar[int]
     LOCK_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
     session_id: int
     name: str
     request_id: bytes
@@ -312,7 +333,8 @@ class AcquireRequest(_message.Message):
     count: int
     max_hold_ms: int
     lock_delay_ms: int
-    def __init__(self, session_id: _Optional[int] = ..., name: _Optional[str] = ..., request_id: _Optional[bytes] = ..., mode: _Optional[_Union[LockMode, str]] = ..., permits: _Optional[int] = ..., wait_timeout_ms: _Optional[int] = ..., metadata: _Optional[bytes] = ..., seq: _Optional[int] = ..., acked_below: _Optional[int] = ..., count: _Optional[int] = ..., max_hold_ms: _Optional[int] = ..., lock_delay_ms: _Optional[int] = ...) -> None: ...
+    in_flight: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, session_id: _Optional[int] = ..., name: _Optional[str] = ..., request_id: _Optional[bytes] = ..., mode: _Optional[_Union[LockMode, str]] = ..., permits: _Optional[int] = ..., wait_timeout_ms: _Optional[int] = ..., metadata: _Optional[bytes] = ..., seq: _Optional[int] = ..., acked_below: _Optional[int] = ..., count: _Optional[int] = ..., max_hold_ms: _Optional[int] = ..., lock_delay_ms: _Optional[int] = ..., in_flight: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AcquireResponse(_message.Message):
     __slots__ = ("grant", "acquired", "holders")
@@ -519,7 +541,7 @@ class DeleteLimitResponse(_message.Message):
     def __init__(self, existed: _Optional[bool] = ...) -> None: ...
 
 class CampaignRequest(_message.Message):
-    __slots__ = ("name", "session_id", "request_id", "value", "wait_timeout_ms", "seq", "acked_below")
+    __slots__ = ("name", "session_id", "request_id", "value", "wait_timeout_ms", "seq", "acked_below", "in_flight")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
@@ -527,6 +549,7 @@ class CampaignRequest(_message.Message):
     WAIT_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     ACKED_BELOW_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
     name: str
     session_id: int
     request_id: bytes
@@ -534,7 +557,8 @@ class CampaignRequest(_message.Message):
     wait_timeout_ms: int
     seq: int
     acked_below: int
-    def __init__(self, name: _Optional[str] = ..., session_id: _Optional[int] = ..., request_id: _Optional[bytes] = ..., value: _Optional[bytes] = ..., wait_timeout_ms: _Optional[int] = ..., seq: _Optional[int] = ..., acked_below: _Optional[int] = ...) -> None: ...
+    in_flight: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, name: _Optional[str] = ..., session_id: _Optional[int] = ..., request_id: _Optional[bytes] = ..., value: _Optional[bytes] = ..., wait_timeout_ms: _Optional[int] = ..., seq: _Optional[int] = ..., acked_below: _Optional[int] = ..., in_flight: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class CampaignResponse(_message.Message):
     __slots__ = ("leader",)

@@ -317,6 +317,11 @@ class LockStub:
                 request_serializer=raftlock_dot_v1_dot_raftlock__pb2.ResizeRequest.SerializeToString,
                 response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.ResizeResponse.FromString,
                 _registered_method=True)
+        self.CancelWait = channel.unary_unary(
+                '/raftlock.v1.Lock/CancelWait',
+                request_serializer=raftlock_dot_v1_dot_raftlock__pb2.CancelWaitRequest.SerializeToString,
+                response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.CancelWaitResponse.FromString,
+                _registered_method=True)
 
 
 class LockServicer:
@@ -414,6 +419,22 @@ class LockServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CancelWait(self, request, context):
+        """Gives up a waiting Acquire, or a Campaign (by its election's name): the
+        waiter leaves the queue at once and the call that waited fails with
+        WAIT_CANCELLED. If the grant won the race (the lock was handed to the
+        waiter just before), it is released, so a lock is never left held for a
+        caller that stopped waiting. Idempotent: a retry, or a cancel of a wait
+        that already ended, changes nothing and says so. The server does the
+        same by itself when a waiting call goes away (the client cancels the
+        RPC, its connection closes, a Pipeline stream ends), 250 ms later
+        unless a retry of the same call has rejoined the wait. Needs the
+        `lock` right on the name, and the session's identity.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LockServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -461,6 +482,11 @@ def add_LockServicer_to_server(servicer, server):
                     servicer.Resize,
                     request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.ResizeRequest.FromString,
                     response_serializer=raftlock_dot_v1_dot_raftlock__pb2.ResizeResponse.SerializeToString,
+            ),
+            'CancelWait': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelWait,
+                    request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.CancelWaitRequest.FromString,
+                    response_serializer=raftlock_dot_v1_dot_raftlock__pb2.CancelWaitResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -712,6 +738,33 @@ class Lock:
             '/raftlock.v1.Lock/Resize',
             raftlock_dot_v1_dot_raftlock__pb2.ResizeRequest.SerializeToString,
             raftlock_dot_v1_dot_raftlock__pb2.ResizeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelWait(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/raftlock.v1.Lock/CancelWait',
+            raftlock_dot_v1_dot_raftlock__pb2.CancelWaitRequest.SerializeToString,
+            raftlock_dot_v1_dot_raftlock__pb2.CancelWaitResponse.FromString,
             options,
             channel_credentials,
             insecure,
