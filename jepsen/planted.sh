@@ -35,23 +35,45 @@ runs=(
   "one-permit-each     semaphore none     1 2"
   # A rate limit that lets twice its burst through.
   "rate-double-burst   ratelimit none     1 2 3"
+  # A damaged log read as a torn tail: the disk nemesis damages a durable
+  # batch of a majority's logs in its first round under odd seeds; the
+  # damaged nodes start on shortened logs and elect a leader that lost
+  # acknowledged grants.
+  "damage-as-torn      mutex     disk     1 3"
   # Not the server's: a client that acts on its lock without asking the
   # library whether the lease still holds, paused past its TTL by the
   # client nemesis.
   "client:ignore-lease mutex     client   1 2"
+  # The same through the Go client: its client processes are the Go
+  # client's worker (raftlock-jepsen --client-worker).
+  "go:ignore-lease     mutex     client   1 2"
 )
+# The Go worker, when Go is here (CI installs it).
+go_worker=""
+if command -v go >/dev/null; then
+  (cd clients/go && go build -o bin/raftlock-jepsen-worker ./cmd/raftlock-jepsen-worker)
+  go_worker=clients/go/bin/raftlock-jepsen-worker
+elif [[ -n "${RAFTLOCK_REQUIRE_GO_CLIENT:-}" ]]; then
+  echo "RAFTLOCK_REQUIRE_GO_CLIENT is set but go cannot be run"; exit 1
+fi
 failed=0
 for r in "${runs[@]}"; do
   read -r bug workload nemesis seeds <<<"$r"
   caught=""
   for seed in $seeds; do
     set +e
-    server_bug="$bug" client_bug=""
+    server_bug="$bug" client_bug="" worker=()
     if [[ "$bug" == client:* ]]; then server_bug="" client_bug="${bug#client:}"; fi
+    if [[ "$bug" == go:* ]]; then
+      server_bug="" client_bug="${bug#go:}" worker=(--client-worker "$go_worker")
+      if [[ -z "$go_worker" ]]; then
+        echo "skipped    $bug (no go here)"; caught="skipped"; set -e; break
+      fi
+    fi
     plants=()
     if [[ -n "$server_bug" ]]; then plants+=("RAFTLOCK_PLANT=$server_bug"); fi
     if [[ -n "$client_bug" ]]; then plants+=("RAFTLOCK_JEPSEN_PLANT_CLIENT=$client_bug"); fi
-    env "${plants[@]}" "$jepsen" --raftlockd "$planted" --out "$out/$bug" \
+    env "${plants[@]}" "$jepsen" --raftlockd "$planted" "${worker[@]}" --out "$out/$bug" \
       run --workload "$workload" --nemesis "$nemesis" --seed "$seed" --time "$time" \
       >"$out.$bug.$seed.log" 2>&1
     status=$?
@@ -63,6 +85,9 @@ for r in "${runs[@]}"; do
     fi
     echo "  $bug seed $seed: exit $status, ${verdict:-no verdict}"
   done
+  if [[ "$caught" == skipped ]]; then
+    continue
+  fi
   if [[ -n "$caught" ]]; then
     echo "caught     $bug ($workload under $nemesis, $caught)"
     grep -h ' invalid ' "$out/$bug"/*/summary.txt | head -2 | sed 's/^/           /'

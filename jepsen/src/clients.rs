@@ -2,7 +2,7 @@
 //! processes of their own (`raftlock-jepsen worker`), so that the client
 //! nemesis can do to a client what a GC pause or a bad link does: SIGSTOP
 //! it, or cut its connections to the leader. Each binds its own loopback
-//! IP (127.0.0.61, 127.0.0.62, ...) so iptables can single it out, and
+//! IP (127.0.0.61, 127.0.0.62, ... by default) so iptables can single it out, and
 //! streams its ops as JSON lines on the harness's clock.
 
 use crate::history::Op;
@@ -35,7 +35,7 @@ pub struct ClientProcs {
 
 /// The loopback IP of client process `k`.
 pub fn client_ip(k: usize) -> String {
-    format!("127.0.0.{}", 61 + k)
+    format!("{}.{}", crate::loopback::loopback_net(), 61 + k)
 }
 
 impl ClientProcs {

@@ -18,6 +18,23 @@ use tokio::time::Instant;
 /// volumes, when dropped).
 pub struct Cluster {
     mode: Mode,
+    /// Each node's own tmpfs (disk nemesis), unmounted after the nodes are
+    /// gone: fields drop in order.
+    disks: Disks,
+}
+
+/// Where the nodes' data dirs live.
+enum Disks {
+    /// Wherever the cluster's directory is.
+    Shared,
+    /// Node `id`'s data dir is `disk-<id>/data` on a tmpfs mounted at
+    /// `disk-<id>`.
+    Own {
+        dirs: Vec<PathBuf>,
+        _mounts: crate::disk::Tmpfs,
+    },
+    /// Own disks were asked for and could not be mounted: why.
+    Unavailable(String),
 }
 
 enum Mode {
@@ -69,10 +86,22 @@ fn free_port(ip: &str) -> anyhow::Result<u16> {
 
 impl Cluster {
     /// Starts `n` nodes of `binary` with data and logs under `dir`, and waits
-    /// for a leader.
-    pub async fn start(binary: &Path, n: u64, dir: &Path) -> anyhow::Result<Cluster> {
+    /// for a leader. With `own_disks`, each node's data dir is on a tmpfs of
+    /// its own (when this process may mount one), and its log is cut in
+    /// small segments, so that a disk can be filled and a log damaged.
+    pub async fn start(
+        binary: &Path,
+        n: u64,
+        dir: &Path,
+        own_disks: bool,
+    ) -> anyhow::Result<Cluster> {
+        let disks = if own_disks {
+            own(n, dir)?
+        } else {
+            Disks::Shared
+        };
         let mut options = Options::new(binary, n);
-        options.hosts = Hosts::PerNode;
+        options.hosts = Hosts::PerNode(crate::loopback::loopback_net().to_owned());
         options.dir = Some(dir.to_owned());
         options.metrics = false;
         options.log_filter = "info,openraft=warn".into();
@@ -81,12 +110,25 @@ impl Cluster {
         options
             .env
             .push(("RAFTLOCK_FAULT_LOSE_UNSYNCED".into(), "true".into()));
+        if own_disks {
+            options.args.extend([
+                "--wal-segment-mb".into(),
+                crate::disk::SEGMENT_MB.to_string().into(),
+                // No free-space reserve: a full disk is met by the write
+                // that fails (the node stops, DESIGN.md rule 8), not by a
+                // leader refusing growth for as long as its disk stays
+                // full (rule 10), which no fault window here would end.
+                "--space-reserve-mb".into(),
+                "0".into(),
+            ]);
+        }
         let local = Box::new(LocalCluster::start(options).await?);
         Ok(Cluster {
             mode: Mode::Processes {
                 local,
                 skewed: BTreeSet::new(),
             },
+            disks,
         })
     }
 
@@ -174,6 +216,7 @@ impl Cluster {
         }
         let cluster = Cluster {
             mode: Mode::Docker(d),
+            disks: Disks::Shared,
         };
         cluster.wait_for_leader(Duration::from_secs(60)).await?;
         Ok(cluster)
@@ -248,6 +291,28 @@ impl Cluster {
                 let _ = docker(&["kill", "-s", "KILL", &n.container]);
                 n.running = false;
                 n.paused = false;
+            }
+        }
+    }
+
+    /// Stops node `id` with SIGTERM (a leader hands leadership over
+    /// first), killing it if it has not exited within `within`; whether it
+    /// exited cleanly by itself.
+    pub async fn terminate(&mut self, id: u64, within: Duration) -> bool {
+        match &mut self.mode {
+            Mode::Processes { local, .. } => local.terminate(id, within).await,
+            Mode::Docker(d) => {
+                let n = &mut d.nodes[(id - 1) as usize];
+                let stopped = docker(&[
+                    "stop",
+                    "-t",
+                    &within.as_secs().max(1).to_string(),
+                    &n.container,
+                ])
+                .is_ok();
+                n.running = false;
+                n.paused = false;
+                stopped
             }
         }
     }
@@ -378,6 +443,79 @@ impl Cluster {
         }
     }
 
+    /// Node `id`'s data dir (process nodes).
+    pub fn data_dir(&self, id: u64) -> anyhow::Result<PathBuf> {
+        match &self.mode {
+            Mode::Processes { local, .. } => Ok(local.node(id).data_dir.clone()),
+            Mode::Docker(_) => anyhow::bail!("the data dirs of containers are not reachable here"),
+        }
+    }
+
+    /// The root of node `id`'s own tmpfs, or why it has none.
+    pub fn own_disk(&self, id: u64) -> anyhow::Result<&Path> {
+        match &self.disks {
+            Disks::Own { dirs, .. } => Ok(&dirs[(id - 1) as usize]),
+            Disks::Unavailable(why) => anyhow::bail!("no tmpfs of its own for n{id}: {why}"),
+            Disks::Shared => anyhow::bail!("the cluster was started without disks of their own"),
+        }
+    }
+
+    /// How node `id` exited, if it has since it was started (process
+    /// nodes; it counts as stopped from then on).
+    pub fn exited(&mut self, id: u64) -> Option<std::process::ExitStatus> {
+        match &mut self.mode {
+            Mode::Processes { local, .. } => local.exited(id),
+            Mode::Docker(_) => None,
+        }
+    }
+
+    /// Whether node `id`'s process runs (process nodes).
+    pub fn is_running(&self, id: u64) -> bool {
+        match &self.mode {
+            Mode::Processes { local, .. } => local.node(id).is_running(),
+            Mode::Docker(d) => d.nodes[(id - 1) as usize].running,
+        }
+    }
+
+    /// Starts node `id` (stopped) from its data dir with `args` added to
+    /// the usual flags for this start only.
+    pub fn start_node_with(&mut self, id: u64, args: &[String]) -> anyhow::Result<()> {
+        let Mode::Processes { local, .. } = &mut self.mode else {
+            anyhow::bail!("extra flags need process nodes");
+        };
+        let before = local.args_mut().len();
+        local.args_mut().extend(args.iter().map(OsString::from));
+        let started = local.start_node(id);
+        local.args_mut().truncate(before);
+        Ok(started?)
+    }
+
+    /// Empties the stopped node `id`'s data dir, a disk replaced, and has
+    /// it start from now on without `--initial-cluster`, as a node waiting
+    /// to be added: a wiped node started with it would found a cluster of
+    /// its own.
+    pub fn wipe(&mut self, id: u64) -> anyhow::Result<()> {
+        let Mode::Processes { local, .. } = &mut self.mode else {
+            anyhow::bail!("wiping a node needs process nodes");
+        };
+        anyhow::ensure!(!local.node(id).is_running(), "stop n{id} before wiping it");
+        // The entries, not the directory: it may be a tmpfs's, reached
+        // through a link.
+        let dir = local.node(id).data_dir.clone();
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for e in entries {
+                let p = e?.path();
+                if p.is_dir() && !p.is_symlink() {
+                    std::fs::remove_dir_all(&p)?;
+                } else {
+                    std::fs::remove_file(&p)?;
+                }
+            }
+        }
+        local.detach_from_initial_cluster(id);
+        Ok(())
+    }
+
     /// The log file of node `id`.
     pub fn log_of(&self, id: u64) -> PathBuf {
         match &self.mode {
@@ -387,9 +525,30 @@ impl Cluster {
     }
 }
 
+/// A tmpfs mounted at `dir/disk-<id>` for each node, its data dir
+/// `dir/node-<id>` a link to `disk-<id>/data`; or why not.
+fn own(n: u64, dir: &Path) -> anyhow::Result<Disks> {
+    let dirs: Vec<PathBuf> = (1..=n).map(|id| dir.join(format!("disk-{id}"))).collect();
+    let mounts = match crate::disk::Tmpfs::mount(&dirs, crate::disk::TMPFS_MB) {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::error!(error = %e, "no tmpfs per node: the full-disk rounds will fail");
+            return Ok(Disks::Unavailable(format!("{e:#}")));
+        }
+    };
+    for id in 1..=n {
+        std::fs::create_dir_all(dirs[(id - 1) as usize].join("data"))?;
+        std::os::unix::fs::symlink(format!("disk-{id}/data"), dir.join(format!("node-{id}")))?;
+    }
+    Ok(Disks::Own {
+        dirs,
+        _mounts: mounts,
+    })
+}
+
 /// libfaketime's multi-threaded library (Debian's `libfaketime`), or
 /// `RAFTLOCK_JEPSEN_FAKETIME`.
-fn faketime_library() -> anyhow::Result<PathBuf> {
+pub fn faketime_library() -> anyhow::Result<PathBuf> {
     let candidates = std::env::var_os("RAFTLOCK_JEPSEN_FAKETIME")
         .map(PathBuf::from)
         .into_iter()

@@ -134,4 +134,29 @@ pub struct FaultWindow {
     pub start_ns: u64,
     /// End (healed), monotonic ns since the run started.
     pub end_ns: u64,
+    /// A majority of the nodes was down on purpose (every node killed, a
+    /// majority's logs damaged): the cluster may not serve, and the
+    /// availability checker does not count this window.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub majority_down: bool,
+    /// What nodes did with faults the rules say how to meet (a damaged log
+    /// refused, a full disk left), as the nemesis saw it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observations: Vec<Observation>,
+    /// The rate of the clock the clock nemesis gave a node in this window
+    /// (1.08: eight percent fast). Checkers of clock-timed promises (rate
+    /// limits) widen their bound by how fast it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_rate: Option<f64>,
+}
+
+/// One node's answer to a fault, seen by the nemesis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// The node.
+    pub node: u64,
+    /// Whether it did what the rules (DESIGN.md, 7 and 8) say.
+    pub as_required: bool,
+    /// What it did, for a person.
+    pub what: String,
 }

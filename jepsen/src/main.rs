@@ -37,6 +37,17 @@ struct Cli {
     /// deploy/build-image.sh) on a private network, instead of processes.
     #[arg(long, global = true, num_args = 0..=1, default_missing_value = "raftlock:dev")]
     docker: Option<String>,
+    /// The loopback /24 that nodes and client processes bind (host mode):
+    /// two harnesses running at once on one host need two, since
+    /// partitions are iptables rules on these addresses.
+    #[arg(long, default_value = "127.0.0", global = true)]
+    loopback_net: String,
+    /// The client nemesis's client processes: this program instead of
+    /// `raftlock-jepsen worker`, started with the same arguments, so that
+    /// another client library is judged by the same checkers (the Go
+    /// client's `clients/go/cmd/raftlock-jepsen-worker`).
+    #[arg(long, global = true)]
+    client_worker: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -195,6 +206,7 @@ async fn main() {
 }
 
 async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
+    raftlock_jepsen::loopback::set_loopback_net(&cli.loopback_net)?;
     let raftlockd = || match (&cli.raftlockd, &cli.docker) {
         (Some(p), _) => Ok(p.clone()),
         // The image brings its own binary.
@@ -223,6 +235,7 @@ async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
                 seed: *seed,
                 out: cli.out.clone(),
                 docker: cli.docker.clone(),
+                client_worker: cli.client_worker.clone(),
             };
             let o = run::run(&cfg).await?;
             print(&o);
@@ -251,6 +264,12 @@ async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
             } else {
                 anyhow::bail!("say --short or --long");
             };
+            // A run whose nemesis cannot act fails; a suite of 100 runs
+            // should say so before its first, not an hour in.
+            if cli.docker.is_none() && plan.iter().any(|p| p.1 == nemesis::Kind::Clock) {
+                raftlock_jepsen::cluster::faketime_library()
+                    .map_err(|e| anyhow::anyhow!("the clock nemesis cannot run: {e}"))?;
+            }
             for (i, (w, n, t)) in plan.into_iter().enumerate() {
                 let cfg = RunConfig {
                     clock_rates: Vec::new(),
@@ -263,6 +282,7 @@ async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
                     seed: 1 + i as u64,
                     out: cli.out.clone(),
                     docker: cli.docker.clone(),
+                    client_worker: cli.client_worker.clone(),
                 };
                 let o = run::run(&cfg).await?;
                 print(&o);
@@ -280,7 +300,16 @@ async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
                         .map_err(|e| anyhow::anyhow!("{}:{}: {e}", history.display(), i + 1))
                 })
                 .collect::<anyhow::Result<_>>()?;
-            let results = raftlock_jepsen::checker::check_all(&ops);
+            // The nemesis's windows are kept beside the history, in the
+            // run's results.json.
+            let faults: Vec<raftlock_jepsen::history::FaultWindow> = history
+                .parent()
+                .map(|d| d.join("results.json"))
+                .and_then(|f| std::fs::read(f).ok())
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .and_then(|v| serde_json::from_value(v["faults"].clone()).ok())
+                .unwrap_or_default();
+            let results = raftlock_jepsen::checker::check_run(&ops, &faults);
             let mut verdict = "valid";
             for r in &results {
                 println!(

@@ -1,6 +1,8 @@
 //! Nemeses: faults injected in rounds (fault, hold, heal, quiet), each round
 //! recorded as a [`FaultWindow`] for the report and plots.
 
+pub mod disk;
+
 use crate::clients::ClientProcs;
 use crate::cluster::Cluster;
 use crate::history::FaultWindow;
@@ -45,11 +47,17 @@ pub enum Kind {
     /// restart's graceful SIGTERM does), so leaders meet sessions they knew
     /// in an earlier term.
     Transfer,
+    /// Disks that fail, each node on a tmpfs of its own: a durable byte of
+    /// a minority's logs or of a majority's damaged (the nodes must refuse
+    /// to start; a minority is rebuilt from the majority, a majority's
+    /// bytes are put back), the leader's disk full (it must stop), a node's
+    /// fdatasync slowed.
+    Disk,
 }
 
 impl Kind {
     /// Every nemesis that injects faults.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Kill,
         Kind::Pause,
         Kind::Partition,
@@ -59,6 +67,7 @@ impl Kind {
         Kind::KillAll,
         Kind::Clock,
         Kind::Transfer,
+        Kind::Disk,
     ];
 }
 
@@ -89,6 +98,10 @@ pub struct Nemesis {
     /// permission, a node that would not restart): a run with any of these
     /// did not test what it says, so it fails.
     pub failures: Arc<Mutex<Vec<String>>>,
+    /// What the disk rounds must undo, and what they saw.
+    pub disk: disk::DiskState,
+    /// The clock rate the round under way set, for its fault window.
+    pub clock_rate: Mutex<Option<f64>>,
 }
 
 impl Nemesis {
@@ -103,6 +116,7 @@ impl Nemesis {
     /// Runs rounds until `stop`, then heals everything.
     pub async fn run(&self, kind: Kind, seed: u64, mut stop: watch::Receiver<bool>) {
         let mut rng = StdRng::seed_from_u64(seed);
+        self.disk.begin(seed);
         loop {
             // Quiet time first: the workload gets going, and after each heal
             // the cluster recovers before the next fault.
@@ -148,6 +162,7 @@ impl Nemesis {
                 sleep_or_stop(&mut stop, hold).await;
             }
             self.heal().await;
+            let (observations, majority_down) = self.disk.take_round();
             self.windows
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -155,6 +170,13 @@ impl Nemesis {
                     name,
                     start_ns: start,
                     end_ns: self.rec.now_ns(),
+                    majority_down: majority_down || round == Kind::KillAll,
+                    observations,
+                    clock_rate: self
+                        .clock_rate
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .take(),
                 });
             if *stop.borrow() {
                 break;
@@ -190,6 +212,7 @@ impl Nemesis {
                 let rate = *self.clock_rates.choose(rng).unwrap_or(&1.05);
                 c.restart_skewed(target, rate)?;
                 drop(c);
+                *self.clock_rate.lock().unwrap_or_else(|p| p.into_inner()) = Some(rate);
                 // A skewed clock matters most on the leader, whose clock
                 // times the leases: hand leadership to it once it is back.
                 tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -205,6 +228,10 @@ impl Nemesis {
                     ),
                     Some(Duration::from_millis(rng.gen_range(6000..10000))),
                 ));
+            }
+            Kind::Disk => {
+                drop(c);
+                return Ok((self.inject_disk(rng).await?, None));
             }
             Kind::Transfer => {
                 drop(c);
@@ -303,7 +330,8 @@ impl Nemesis {
             | Kind::Client
             | Kind::KillAll
             | Kind::Clock
-            | Kind::Transfer => Ok("none".into()),
+            | Kind::Transfer
+            | Kind::Disk => Ok("none".into()),
         }
     }
 
@@ -330,6 +358,7 @@ impl Nemesis {
 
     /// Heals the network and brings every process back.
     pub async fn heal(&self) {
+        self.undo_disk().await;
         if let Some(net) = &self.net {
             if let Err(e) = net.heal() {
                 self.failed(format!("cannot heal the network: {e:#}"));

@@ -29,6 +29,10 @@ pub struct RunMeta {
     pub network_faults: String,
     /// What was tested: `raftlockd` or `fake (...)`.
     pub backend: String,
+    /// The client nemesis's client processes, when not
+    /// `raftlock-jepsen worker`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_worker: Option<String>,
 }
 
 /// The outcome of a run, as the caller prints it.
@@ -194,11 +198,24 @@ pub fn write_report(
         text.push_str("faults:\n");
         for w in faults {
             text.push_str(&format!(
-                "  {:>7.1}s - {:>7.1}s  {}\n",
+                "  {:>7.1}s - {:>7.1}s  {}{}\n",
                 w.start_ns as f64 / 1e9,
                 w.end_ns as f64 / 1e9,
-                w.name
+                w.name,
+                if w.majority_down {
+                    " [majority down]"
+                } else {
+                    ""
+                }
             ));
+            for o in &w.observations {
+                text.push_str(&format!(
+                    "  {:>22}{} {}\n",
+                    "",
+                    if o.as_required { "ok:" } else { "VIOLATION:" },
+                    o.what
+                ));
+            }
         }
     }
     std::fs::write(dir.join("summary.txt"), text)?;
@@ -458,6 +475,9 @@ mod tests {
             name: "kill [2]".into(),
             start_ns: 300_000_000,
             end_ns: 900_000_000,
+            majority_down: false,
+            observations: Vec::new(),
+            clock_rate: None,
         }];
         let meta = RunMeta {
             workload: "mutex".into(),
@@ -468,6 +488,7 @@ mod tests {
             seed: 1,
             network_faults: "not used".into(),
             backend: "test".into(),
+            client_worker: None,
         };
         let results =
             serde_json::json!([{"checker": "x", "verdict": "valid", "explanation": "fine"}]);

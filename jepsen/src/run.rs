@@ -47,6 +47,9 @@ pub struct RunConfig {
     pub docker: Option<String>,
     /// Rates for the clock nemesis (empty: [`nemesis::CLOCK_RATES`]).
     pub clock_rates: Vec<f64>,
+    /// The client processes' program (default: this executable's
+    /// `worker`), for the client nemesis.
+    pub client_worker: Option<PathBuf>,
 }
 
 /// The outcome of a run.
@@ -79,14 +82,27 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(&cluster_dir)?;
     let cluster = match &cfg.docker {
         Some(image) => Cluster::start_docker(image, cfg.nodes, &cluster_dir).await?,
-        None => Cluster::start(&cfg.raftlockd, cfg.nodes, &cluster_dir).await?,
+        None => {
+            Cluster::start(
+                &cfg.raftlockd,
+                cfg.nodes,
+                &cluster_dir,
+                cfg.nemesis == nemesis::Kind::Disk,
+            )
+            .await?
+        }
     };
     let endpoints = cluster.endpoints();
     let needs_net = matches!(
         cfg.nemesis,
         nemesis::Kind::Partition | nemesis::Kind::Chaos | nemesis::Kind::Client
     );
-    if cluster.is_docker() && matches!(cfg.nemesis, nemesis::Kind::Client | nemesis::Kind::Clock) {
+    if cluster.is_docker()
+        && matches!(
+            cfg.nemesis,
+            nemesis::Kind::Client | nemesis::Kind::Clock | nemesis::Kind::Disk
+        )
+    {
         anyhow::bail!(
             "the {:?} nemesis needs process nodes, not containers",
             cfg.nemesis
@@ -128,7 +144,10 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
     // workers run in processes of their own.
     let (in_process, clients) = if cfg.nemesis == nemesis::Kind::Client {
         let n = (cfg.concurrency / 2).max(1);
-        let exe = std::env::current_exe().context("cannot locate raftlock-jepsen")?;
+        let exe = match &cfg.client_worker {
+            Some(w) => w.clone(),
+            None => std::env::current_exe().context("cannot locate raftlock-jepsen")?,
+        };
         let procs = ClientProcs::start(&exe, n, &endpoints, cfg.workload, cfg.seed, &rec, &dir)?;
         (
             cfg.concurrency.saturating_sub(n),
@@ -152,6 +171,8 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
         rec: rec.clone(),
         members,
         failures: Arc::default(),
+        disk: Default::default(),
+        clock_rate: Mutex::default(),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let work = tokio::spawn(workload::run(
@@ -207,6 +228,11 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
             Some(image) => format!("raftlockd in containers of {image}"),
             None => "raftlockd processes".into(),
         },
+        client_worker: cfg
+            .client_worker
+            .as_ref()
+            .filter(|_| cfg.nemesis == nemesis::Kind::Client)
+            .map(|w| w.display().to_string()),
     };
     let outcome = finish(&dir, &meta, &history, &faults)?;
     let failures = nem
@@ -263,6 +289,7 @@ pub async fn run_fake(
         seed,
         network_faults: "not used".into(),
         backend: format!("fake ({fault:?})"),
+        client_worker: None,
     };
     finish(&dir, &meta, &rec.history(), &[])
 }
@@ -273,7 +300,7 @@ fn finish(
     history: &[Op],
     faults: &[crate::history::FaultWindow],
 ) -> anyhow::Result<Outcome> {
-    let results = checker::check_all(history);
+    let results = checker::check_run(history, faults);
     let results_json = serde_json::to_value(&results)?;
     let summary = report::write_report(dir, meta, history, faults, &results_json)?;
     Ok(Outcome {

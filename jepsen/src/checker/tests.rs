@@ -1,5 +1,7 @@
 //! Each checker on small hand-made histories: valid on a correct one,
 //! invalid with a counterexample on one with a planted fault.
+//! It is longer than 800 lines because every checker's cases share one
+//! history builder.
 
 use super::*;
 use crate::history::{Op, Type, F};
@@ -446,6 +448,43 @@ fn a_rate_limit_over_its_rate_or_burst_is_caught() {
         .rec(9, 98, Type::Info, F::Take, "r", None, None, None);
     h3.0.sort_by_key(|o| o.time_ns);
     assert_eq!(get(&check_all(&h3.0), "ratelimit").verdict, Verdict::Valid);
+}
+
+/// A leader whose clock runs 8 % fast refills its buckets 8 % fast in real
+/// time (docs/design.md: `rate × d × (1 + ρ) + burst`). A run whose clock
+/// nemesis did that is judged by that bound; any other run by the
+/// documented 1 %.
+#[test]
+fn a_rate_limit_is_judged_by_the_fastest_clock_of_the_run() {
+    // The burst, then one every 190 ms: 5.26 per second where 5 are allowed.
+    let mut h = H::default();
+    take(&mut h, 0, 0, 5, true);
+    take(&mut h, 1, 0, 6, true);
+    for i in 1..=40u64 {
+        take(&mut h, 2 + i, 190 * i, 190 * i + 3, true);
+    }
+    h.0.sort_by_key(|o| o.time_ns);
+    let clock = |rate: Option<f64>| FaultWindow {
+        name: "clock".into(),
+        start_ns: 0,
+        end_ns: 8_000_000_000,
+        majority_down: false,
+        observations: Vec::new(),
+        clock_rate: rate,
+    };
+    assert_invalid(&check_all(&h.0), "ratelimit");
+    assert_invalid(&check_run(&h.0, &[clock(Some(0.5))]), "ratelimit");
+    assert_invalid(&check_run(&h.0, &[clock(None)]), "ratelimit");
+    assert_eq!(
+        get(&check_run(&h.0, &[clock(Some(1.08))]), "ratelimit").verdict,
+        Verdict::Valid
+    );
+    // A clock 8 % fast does not excuse a doubled burst.
+    let mut h2 = H(h.0.clone());
+    take(&mut h2, 90, 1, 7, true);
+    take(&mut h2, 91, 1, 7, true);
+    h2.0.sort_by_key(|o| o.time_ns);
+    assert_invalid(&check_run(&h2.0, &[clock(Some(1.08))]), "ratelimit");
 }
 
 #[test]
