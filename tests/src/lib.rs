@@ -370,6 +370,26 @@ pub mod raw {
             .map(|r| r.into_inner())
     }
 
+    /// A waiting acquire of `name` for `session` with request id `request_id`.
+    pub async fn acquire_waiting_with_id(
+        node: &str,
+        session: u64,
+        name: &str,
+        request_id: [u8; 16],
+        wait_ms: u64,
+    ) -> Result<AcquireResponse, tonic::Status> {
+        LockClient::new(channel(node).await)
+            .acquire(AcquireRequest {
+                session_id: session,
+                name: name.into(),
+                request_id: request_id.to_vec(),
+                wait_timeout_ms: Some(wait_ms),
+                ..Default::default()
+            })
+            .await
+            .map(|r| r.into_inner())
+    }
+
     /// Acquires `name` for `session` (try-lock or wait).
     pub async fn acquire(
         leader: &str,

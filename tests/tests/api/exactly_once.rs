@@ -119,3 +119,41 @@ async fn a_retried_session_creation_returns_the_session_the_first_attempt_made()
         .unwrap_err();
     assert_eq!(bad.code(), tonic::Code::InvalidArgument);
 }
+
+/// One long wait pinned the exactly-once window: with a campaign waiting,
+/// the 4,096th short lock after it was refused TOO_MANY_UNACKNOWLEDGED
+/// (about seven minutes for a service taking ten locks a second). The
+/// client now acknowledges its answers call by call: ten minutes' worth
+/// of twenty locks a second beside one hour-long wait, none refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn short_locks_beside_a_long_wait_are_never_refused_for_unacknowledged_answers() {
+    let cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    let holder = client.session(Duration::from_secs(60)).await.unwrap();
+    let _leading = holder.lock("stall/campaign").acquire().await.unwrap();
+    let s = client.session(Duration::from_secs(60)).await.unwrap();
+    let waiting = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            s.lock("stall/campaign")
+                .timeout(Duration::from_secs(3_600))
+                .acquire()
+                .await
+        })
+    };
+    raftlock_tests::raw::wait_for_waiters(&leader_addr(&cluster).await, "stall/campaign", 1).await;
+    // Ten minutes of twenty short locks a second: three times the window.
+    let n = 20 * 600 + 200;
+    let started = std::time::Instant::now();
+    for i in 0..n {
+        let g = s
+            .lock("stall/short")
+            .acquire()
+            .await
+            .unwrap_or_else(|e| panic!("short lock {i} beside the wait: {e}"));
+        g.release().await.unwrap();
+    }
+    eprintln!("{n} short locks beside one wait in {:?}", started.elapsed());
+    assert!(!waiting.is_finished(), "the long wait still waits");
+    waiting.abort();
+}

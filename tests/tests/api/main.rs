@@ -1,10 +1,12 @@
-//! The API as clients use it: exactly-once requests, the Rust client, pipelining, typed error reasons, the examples and the Python client.
+//! The API as clients use it: exactly-once requests, the Rust client, pipelining, typed error reasons, the examples and the Python, TypeScript and Go clients.
 //!
 //! One test binary per area; each module is one topic.
 
+mod cancel;
 mod client;
 mod exactly_once;
 mod examples;
+mod go_client;
 mod holders;
 mod http;
 mod pipeline;

@@ -168,6 +168,36 @@ async fn a_leader_kill_mid_run_stays_within_the_bound() {
     );
 }
 
+/// A bucket refills while its limit is idle across a failover: a new
+/// leader counts the rate clock from when its term began, not from the
+/// limit's first call after it (which stood the clock still for as long as
+/// nobody took, and refused a take whose tokens had long refilled).
+#[tokio::test]
+async fn an_idle_limit_refills_across_a_failover() {
+    let mut cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    let l = client
+        .rate_limit("rl/idle-failover")
+        .rate(10, Duration::from_secs(1))
+        .burst(5);
+    assert!(l.try_take(5).await.unwrap().admitted, "the burst");
+    assert!(!l.try_take(5).await.unwrap().admitted, "past the burst");
+    let leader = cluster.wait_for_leader(Duration::from_secs(10)).await;
+    cluster.kill(leader);
+    cluster
+        .wait_for_new_leader(leader, Duration::from_secs(20))
+        .await;
+    // Five tokens refill in 0.5 s at 10/s; wait three times that on the
+    // new leader before its first rate-limit call.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let a = l.try_take(5).await.unwrap();
+    assert!(
+        a.admitted,
+        "5 tokens refused 1.5 s into a new term at 10/s with burst 5 (retry after {:?})",
+        a.retry_after
+    );
+}
+
 #[tokio::test]
 async fn bad_parameters_and_unknown_limits_get_precise_errors_and_change_nothing() {
     let cluster = Cluster::start(1).await;
@@ -374,5 +404,77 @@ async fn the_cli_runs_a_command_only_when_admitted() {
         bad.status.code(),
         Some(2),
         "a zero rate is a bad command line"
+    );
+}
+
+/// Per-limit series lived in the metrics registry for good: a deleted
+/// limit's histogram stayed in every scrape, and names that came and went
+/// grew the label set without bound. They are read from the replicated
+/// state at scrape time now, at most 100 of them.
+#[tokio::test(flavor = "multi_thread")]
+async fn per_limit_series_go_with_their_limit_and_stay_bounded() {
+    let cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    let leader = cluster.wait_for_leader(Duration::from_secs(5)).await;
+    let metrics_addr = cluster.nodes()[(leader - 1) as usize]
+        .metrics_addr
+        .clone()
+        .expect("a metrics listener");
+    let scrape = || async {
+        raftlock_tests::http_get(&metrics_addr, "/metrics")
+            .await
+            .unwrap()
+            .1
+    };
+    let a = limit(&client, "metrics/a");
+    assert!(a.try_take(3).await.unwrap().admitted);
+    let text = scrape().await;
+    assert_eq!(
+        raftlock_tests::metric(
+            &text,
+            r#"raftlock_ratelimit_limit_admitted_total{limit="metrics/a"}"#
+        ),
+        Some(3.0),
+        "{text}"
+    );
+    assert!(a.delete().await.unwrap());
+    let text = scrape().await;
+    assert!(
+        !text.contains(r#"limit="metrics/a""#),
+        "a deleted limit still has series:\n{}",
+        text.lines()
+            .filter(|l| l.contains("metrics/a"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // Many limits: 100 series of their own and one for the rest.
+    for i in 0..130 {
+        assert!(
+            limit(&client, &format!("many/{i:03}"))
+                .try_take(1)
+                .await
+                .unwrap()
+                .admitted
+        );
+    }
+    let text = scrape().await;
+    let series = text
+        .lines()
+        .filter(|l| l.starts_with("raftlock_ratelimit_limit_admitted_total{"))
+        .count();
+    assert_eq!(series, 101, "{text}");
+    assert_eq!(
+        raftlock_tests::metric(
+            &text,
+            r#"raftlock_ratelimit_limit_admitted_total{limit="_other"}"#
+        ),
+        Some(30.0)
+    );
+    // The cluster-wide counters carry no limit label.
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with("raftlock_ratelimit_wait_seconds") && l.contains("limit=")),
+        "{text}"
     );
 }

@@ -145,7 +145,10 @@ async fn calls_cut_short_by_a_shutdown_end_in_stopping() {
                 }
                 // The answer lost to the process's exit.
                 None => {}
-                Some(other) => panic!("expected STOPPING, got {other}: {s:?}"),
+                Some(other) => panic!(
+                    "expected STOPPING, got {other}: {s:?}\n{}",
+                    cluster.log_of(leader_id)
+                ),
             }
         }
         if stopping > 0 {
@@ -251,10 +254,12 @@ async fn a_retry_older_than_the_sessions_memory_is_request_finished() {
     );
 }
 
-/// The client acknowledges answers up to its oldest acquisition still in
-/// progress, so one long wait keeps every later answer on record; after as
-/// many as a session may keep, the next acquisition is refused unexecuted
-/// with TOO_MANY_UNACKNOWLEDGED, through the client and raw alike.
+/// Answers a client has not acknowledged are bounded. One that
+/// acknowledges by the mark alone (as clients of older releases do) keeps
+/// every answer after its oldest call in progress, so beside one long wait
+/// its next call after as many as a session may keep is refused unexecuted
+/// with TOO_MANY_UNACKNOWLEDGED. Listing its calls in flight acknowledges
+/// the rest, and the same call is served.
 #[tokio::test]
 async fn a_long_wait_holds_back_acknowledgement_until_too_many_unacknowledged() {
     let cluster = Cluster::start(3).await;
@@ -265,6 +270,7 @@ async fn a_long_wait_holds_back_acknowledgement_until_too_many_unacknowledged() 
     let _queue = holder.lock("tu/queue").acquire().await.unwrap();
     let _held = holder.lock("tu/held").acquire().await.unwrap();
 
+    // Sequence number 1 of session s: a wait that stays in progress.
     let s = client.session(Duration::from_secs(60)).await.unwrap();
     let waiter = {
         let s = s.clone();
@@ -285,33 +291,42 @@ async fn a_long_wait_holds_back_acknowledgement_until_too_many_unacknowledged() 
     };
     answered(Duration::from_secs(20), queued).await;
 
-    // The wait's own answer is the first on record.
-    let busy = futures::stream::iter(1..MAX_UNACKED_REQUESTS_PER_SESSION)
-        .map(|_| s.lock("tu/held").try_acquire())
+    // Numbers 2 onwards, acknowledging by the mark alone: every answer
+    // stays on record beside the wait's.
+    let max = MAX_UNACKED_REQUESTS_PER_SESSION as u64;
+    let channel = cluster.access.channel(&leader).await.unwrap();
+    let busy = futures::stream::iter(2..=max)
+        .map(|seq| {
+            let mut locks = LockClient::new(channel.clone());
+            let id = s.id();
+            async move {
+                locks
+                    .acquire(sequenced(id, "tu/held", u128::from(seq), seq, 1))
+                    .await
+                    .map(|r| !r.into_inner().acquired)
+            }
+        })
         .buffer_unordered(64)
-        .filter(|r| std::future::ready(matches!(r, Ok(None))))
+        .filter(|r| std::future::ready(matches!(r, Ok(true))))
         .count();
     assert_eq!(
         answered(Duration::from_secs(240), busy).await,
-        MAX_UNACKED_REQUESTS_PER_SESSION - 1
+        max as usize - 1
     );
-    match s.lock("tu/held").try_acquire().await {
-        Err(Error::TooManyUnacknowledged(_)) => {}
-        Err(other) => panic!("expected TooManyUnacknowledged, got {other:?}"),
-        Ok(g) => panic!(
-            "expected TooManyUnacknowledged, got {:?}",
-            g.map(|g| g.token())
-        ),
-    }
-    // A number far above the client's, acknowledging nothing new.
-    let mut locks = LockClient::new(cluster.access.channel(&leader).await.unwrap());
-    let seq = 2 * MAX_UNACKED_REQUESTS_PER_SESSION as u64;
+    let mut locks = LockClient::new(channel.clone());
+    let next = max + 1;
     expect(
         locks
-            .acquire(sequenced(s.id(), "tu/held", u128::from(seq), seq, 1))
+            .acquire(sequenced(s.id(), "tu/held", u128::from(next), next, 1))
             .await,
         Reason::TooManyUnacknowledged,
     );
+    // The same call listing what is in flight (the wait and itself)
+    // acknowledges 2 to 4,096: served.
+    let mut listed = sequenced(s.id(), "tu/held", u128::from(next), next, 1);
+    listed.in_flight = vec![1, next];
+    let r = locks.acquire(listed).await.unwrap().into_inner();
+    assert!(!r.acquired, "busy, and answered: {r:?}");
     assert!(!waiter.is_finished(), "the wait was still in progress");
     waiter.abort();
 }

@@ -3,6 +3,7 @@
 //! One test binary per area; each module is one topic.
 
 mod backup;
+mod disk;
 mod graceful;
 mod membership;
 mod migration;

@@ -292,3 +292,39 @@ async fn rolling_restart_under_load_loses_no_session_and_shows_no_error() {
         s.close().await.unwrap();
     }
 }
+
+/// A node that joins without `--initial-cluster` never learned its
+/// cluster's id: its data dir said none, and so would its backups once it
+/// led. It now takes the id from the leader's first call and records it.
+#[tokio::test]
+async fn a_joining_node_records_the_cluster_it_joined() {
+    let mut cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    let id = cluster.start_new_node();
+    let (peer, addr, dir) = {
+        let n = &cluster.nodes()[(id - 1) as usize];
+        (
+            n.peer_addr.clone(),
+            n.client_addr.clone(),
+            n.data_dir.clone(),
+        )
+    };
+    client.add_learner(id, &peer, &addr, true).await.unwrap();
+    let identity = |dir: &std::path::Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(dir.join("raftlock.json")).unwrap()).unwrap()
+    };
+    let founder = identity(&cluster.nodes()[0].data_dir);
+    let joined = identity(&dir);
+    assert!(
+        founder["cluster_id"]
+            .as_str()
+            .is_some_and(|c| !c.is_empty()),
+        "{founder}"
+    );
+    assert_eq!(joined["cluster_id"], founder["cluster_id"], "{joined}");
+    assert!(
+        cluster.log_of(id).contains("joined cluster"),
+        "{}",
+        cluster.log_of(id)
+    );
+}

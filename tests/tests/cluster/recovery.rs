@@ -44,20 +44,31 @@ async fn a_survivor_of_a_lost_quorum_becomes_the_cluster_and_grows_back() {
     }
     cluster.kill(survivor);
     let node = cluster.node(survivor);
-    let out = std::process::Command::new(binary("raftlockd"))
-        .arg("recover")
-        .arg("--force-new-cluster")
-        .args(["--id", &survivor.to_string()])
-        .arg("--data-dir")
-        .arg(&node.data_dir)
-        .args([
-            "--initial-cluster",
-            &format!("{survivor}={}/{}", node.peer_addr, node.client_addr),
-            "--token-gap",
-            "1000",
-        ])
-        .output()
-        .unwrap();
+    let recover = |gap: u64| {
+        std::process::Command::new(binary("raftlockd"))
+            .arg("recover")
+            .arg("--force-new-cluster")
+            .args(["--id", &survivor.to_string()])
+            .arg("--data-dir")
+            .arg(&node.data_dir)
+            .args([
+                "--initial-cluster",
+                &format!("{survivor}={}/{}", node.peer_addr, node.client_addr),
+                "--token-gap",
+                &gap.to_string(),
+            ])
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap()
+    };
+    // A gap whose tokens (index × 65536) would wrap is refused, and the
+    // data dir is left as it was.
+    let wrapping = recover(1 << 50);
+    let err = String::from_utf8_lossy(&wrapping.stderr);
+    assert!(!wrapping.status.success(), "a wrapping gap was accepted");
+    assert!(err.contains("would wrap"), "{err}");
+    assert!(node.data_dir.join("wal").exists(), "the data dir was moved");
+    let out = recover(1000);
     assert!(
         out.status.success(),
         "recover failed: {}",

@@ -256,3 +256,75 @@ async fn follower_answers_unavailable_with_the_leader_address() {
         .expect("the leader serves");
     assert!(session > 0);
 }
+
+/// A leader that no quorum acknowledges any more (its followers paused
+/// here; cut off by a partition in the Jepsen runs) kept leading, as far as
+/// it knew, and a call on it hung: a waiting acquire for its whole wait,
+/// while on the other side of a partition a new leader served. It now
+/// answers UNAVAILABLE within about the leader lease, so the client
+/// retries elsewhere; and it serves again once a quorum answers.
+#[tokio::test]
+async fn a_leader_without_a_quorum_answers_unavailable_instead_of_hanging() {
+    let mut cluster = Cluster::start(3).await;
+    let leader = cluster.wait_for_leader(Duration::from_secs(10)).await;
+    let addr = cluster.node(leader).client_addr.clone();
+    let holder = raw::silent_session(&addr, 60_000).await;
+    let waiter = raw::silent_session(&addr, 60_000).await;
+    assert!(
+        raw::acquire(&addr, holder, "cut/x", None)
+            .await
+            .unwrap()
+            .acquired
+    );
+    let waiting = {
+        let addr = addr.clone();
+        tokio::spawn(async move { raw::acquire(&addr, waiter, "cut/x", Some(60_000)).await })
+    };
+    raw::wait_for_waiters(&addr, "cut/x", 1).await;
+    let followers: Vec<u64> = cluster
+        .nodes()
+        .iter()
+        .map(|n| n.id)
+        .filter(|id| *id != leader)
+        .collect();
+    for f in &followers {
+        cluster.pause(*f);
+    }
+    let cut = std::time::Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the waiting acquire on the cut-off leader ends well before its wait")
+        .unwrap()
+        .expect_err("it is not granted");
+    let after = cut.elapsed();
+    assert_eq!(ended.code(), tonic::Code::Unavailable, "{ended:?}");
+    // A new call is refused at once, not left to the client's timeout.
+    let t = std::time::Instant::now();
+    let refused = tokio::time::timeout(
+        Duration::from_secs(5),
+        raw::acquire(&addr, holder, "cut/y", None),
+    )
+    .await
+    .expect("answered")
+    .expect_err("refused");
+    assert_eq!(refused.code(), tonic::Code::Unavailable, "{refused:?}");
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    println!("INFO the waiting acquire ended {after:?} after the followers stopped");
+    for f in &followers {
+        cluster.resume(*f);
+    }
+    // Once a quorum answers, the cluster serves again.
+    let give_up = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let leader = cluster.wait_for_leader(Duration::from_secs(10)).await;
+        let addr = cluster.node(leader).client_addr.clone();
+        if raw::acquire(&addr, holder, "cut/z", None).await.is_ok() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < give_up,
+            "no service after resume"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

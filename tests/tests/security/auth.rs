@@ -273,3 +273,75 @@ async fn the_inspector_and_the_session_list_follow_the_rights() {
     assert_eq!(seen_by_root["locks_total"], 2, "{seen_by_root}");
     assert_eq!(get(Some(basic("token-x"))).await.status, 401);
 }
+
+/// A token lease was not tied to who took it: any identity with the `lock`
+/// right on the limit could credit back another client's lease (its id is
+/// the take's log index, easy to guess). Only its taker may return it now.
+#[tokio::test(flavor = "multi_thread")]
+async fn only_the_identity_that_took_a_token_lease_may_return_it() {
+    use raftlock_proto::v1::rate_limit_client::RateLimitClient;
+    let dir = tempfile::tempdir().unwrap();
+    let auth = auth_file(dir.path());
+    let auth = auth.display().to_string();
+    let cluster = Cluster::start_secure(
+        3,
+        &["--auth-file", &auth],
+        Access {
+            token: Some("token-root".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let (a, b) = (
+        raw_as(&cluster, Some("token-a")),
+        raw_as(&cluster, Some("token-b")),
+    );
+    let taken = on_leader(&cluster, |leader| {
+        let a = a.clone();
+        async move {
+            RateLimitClient::new(a.channel(&leader).await.unwrap())
+                .take(a.request(TakeRequest {
+                    name: "team-a/api".into(),
+                    n: 4,
+                    limit: Some(LimitSpec {
+                        rate: 1,
+                        per_ms: 60_000,
+                        burst: 4,
+                    }),
+                    lease_ms: 10_000,
+                    ..Default::default()
+                }))
+                .await
+        }
+    })
+    .await
+    .unwrap()
+    .into_inner();
+    assert!(taken.admitted && taken.lease_id != 0, "{taken:?}");
+    let give_back = |who: Access| {
+        let lease_id = taken.lease_id;
+        move |leader: String| {
+            let who = who.clone();
+            async move {
+                RateLimitClient::new(who.channel(&leader).await.unwrap())
+                    .r#return(who.request(ReturnTokensRequest {
+                        name: "team-a/api".into(),
+                        lease_id,
+                        unused: 4,
+                    }))
+                    .await
+            }
+        }
+    };
+    // b may lock under team-a/, but did not take this lease.
+    expect(
+        on_leader(&cluster, give_back(b.clone())).await,
+        Code::PermissionDenied,
+        "taken by \"a\"",
+    );
+    let r = on_leader(&cluster, give_back(a.clone()))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.credited, 4, "{r:?}");
+}

@@ -212,3 +212,96 @@ async fn certificates_and_the_auth_file_rotate_under_load_without_an_error() {
         "no client error during the rotations"
     );
 }
+
+/// Streams captured their caller when they opened: an identity removed
+/// from the auth file on SIGHUP had its unary calls refused, but its
+/// sessions went on renewing over their keep-alive stream (their locks
+/// held for good) and its watch went on receiving events. Each stream now
+/// looks its caller up again as it goes.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_identity_removed_on_reload_loses_its_open_streams() {
+    use futures::StreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    let auth = auth_file(dir.path());
+    let auth_arg = auth.display().to_string();
+    let cluster = Cluster::start_secure(
+        3,
+        &["--auth-file", &auth_arg],
+        Access {
+            token: Some("token-root".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let root = client_as(&cluster, "token-root").await;
+    let a = client_as(&cluster, "token-a").await;
+    let session = a.session(Duration::from_secs(2)).await.unwrap();
+    let guard = session.lock("team-a/held").acquire().await.unwrap();
+    let mut events = a.watch("team-a/");
+    // The watch is open once it delivers an event.
+    let probe = root.session(Duration::from_secs(10)).await.unwrap();
+    probe
+        .lock("team-a/probe")
+        .acquire()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("the watch delivers")
+        .expect("an event")
+        .expect("not an error");
+
+    // a is removed: only b and root stay.
+    let text = std::fs::read_to_string(&auth).unwrap();
+    let start = text
+        .find("[[identities]]\nname = \"a\"")
+        .expect("a's entry");
+    let end = start + text[start..].find("\n\n").expect("entry end");
+    std::fs::write(&auth, format!("{}{}", &text[..start], &text[end..])).unwrap();
+    let before = reloads(&cluster, "auth", "ok").await;
+    hangup(&cluster);
+    wait_for_reloads(&cluster, "auth", "ok", before + 3.0).await;
+    let removed = Instant::now();
+
+    // Its session stops being renewed and expires, releasing its lock.
+    let freed = loop {
+        let d = root.describe("team-a/held").await.unwrap();
+        if d.holders.is_empty() {
+            break removed.elapsed();
+        }
+        assert!(
+            removed.elapsed() < Duration::from_secs(15),
+            "a's lock is still held {:?} after a was removed: {d:?}",
+            removed.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(!guard.is_valid(), "a's guard knows it lost the lock");
+    // Its watch ends with UNAUTHENTICATED at the next event.
+    probe
+        .lock("team-a/probe")
+        .acquire()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match events.next().await {
+                Some(Ok(_)) => continue,
+                other => break other,
+            }
+        }
+    })
+    .await
+    .expect("the watch ends");
+    assert!(
+        matches!(ended, Some(Err(Error::Unauthenticated(_))) | None),
+        "{ended:?}"
+    );
+    println!("INFO a's lock freed {freed:?} after the reload");
+}

@@ -212,3 +212,53 @@ async fn dev_prints_usable_endpoints_and_stops_cleanly() {
         );
     }
 }
+
+/// A node that finds its port taken makes the launcher start the whole
+/// cluster over on fresh ports (what `raftlockd dev` does when another
+/// process takes a port between its choice and the node's bind). The data
+/// dirs of the first try record a cluster id that follows from the lost
+/// addresses; the second try must not start in them.
+#[tokio::test]
+async fn a_start_that_loses_a_port_starts_over_in_fresh_data_dirs() {
+    let _serial = raftlock_tests::exclusive();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut options = raftlock_tests::Options::new(binary("raftlockd"), 3);
+    options.dir = Some(dir.path().to_owned());
+    options.keep_ports = true;
+    let mut squatter = None;
+    let mut first_ports = Vec::new();
+    let cluster = raftlock_tests::LocalCluster::start_prepared(options, |c| {
+        if squatter.is_none() {
+            first_ports = c.endpoints();
+            // Nodes 1 and 2 start and record their cluster; node 3 cannot
+            // listen.
+            squatter = Some(std::net::TcpListener::bind(&c.node(3).client_addr).expect("bind"));
+        }
+        Ok(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("the second try did not start: {e}"));
+    assert_ne!(
+        cluster.endpoints(),
+        first_ports,
+        "the ports were not chosen again"
+    );
+    let client = raftlock_client::Client::connect_with(
+        &cluster.endpoints(),
+        raftlock_tests::client_options(cluster.access()),
+    )
+    .await
+    .expect("connect");
+    let session = client
+        .session(Duration::from_secs(5))
+        .await
+        .expect("session");
+    let guard = session
+        .lock("started-over")
+        .try_acquire()
+        .await
+        .expect("a lock on the new cluster")
+        .expect("free");
+    guard.release().await.expect("release");
+    drop(squatter);
+}

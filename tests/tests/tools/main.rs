@@ -6,5 +6,6 @@ mod bench_counters;
 mod bench_failover;
 mod bench_rate;
 mod bench_scale;
+mod bench_soak;
 mod cli;
 mod dev_cluster;
