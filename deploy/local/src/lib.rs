@@ -3,7 +3,7 @@
 //! and the Jepsen harness.
 //!
 //! Every node listens on loopback (one shared address, or one address per
-//! node, 127.0.0.11, 127.0.0.12, ..., so a test can cut links between
+//! node, 127.0.0.11, 127.0.0.12, ... by default, so a test can cut links between
 //! particular nodes), on ports picked free, with its data dir and its log
 //! file under the cluster's directory. Only processes this launcher started
 //! are ever signalled, by PID, and every one still running is killed when
@@ -26,6 +26,7 @@ mod access;
 mod node;
 
 pub use access::Access;
+use node::remove_dir;
 pub use node::Node;
 pub use raftlock_proto::cluster::{InitialCluster, InitialMember};
 
@@ -85,16 +86,17 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
 pub enum Hosts {
     /// Every node on this address (`127.0.0.1`, say).
     Shared(String),
-    /// Node `id` on 127.0.0.(10 + id), so links between nodes can be cut
-    /// one by one (iptables on loopback addresses).
-    PerNode,
+    /// Node `id` on `<net>.(10 + id)` for a loopback `/24` such as
+    /// `127.0.0`, so links between nodes can be cut one by one (iptables
+    /// on loopback addresses). Two harnesses on one host use two nets.
+    PerNode(String),
 }
 
 impl Hosts {
     fn of(&self, id: u64) -> String {
         match self {
             Hosts::Shared(h) => h.clone(),
-            Hosts::PerNode => format!("127.0.0.{}", 10 + id),
+            Hosts::PerNode(net) => format!("{net}.{}", 10 + id),
         }
     }
 }
@@ -164,13 +166,23 @@ impl Options {
 /// cores spent about 10% more CPU per log entry at one client, on threads
 /// waking each other to steal work, and were no faster at 64 clients
 /// (`docs/performance.md`). `TOKIO_WORKER_THREADS` set by the caller wins.
+///
+/// They also share its disk, a developer's or a CI machine's, often with
+/// less free than a production node's reserve (256 MiB): a local cluster
+/// keeps 16 MiB in reserve unless `RAFTLOCK_SPACE_RESERVE_MB` says
+/// otherwise (a flag given to the nodes wins over both).
 fn shared_machine_env(nodes: u64) -> Vec<(OsString, OsString)> {
+    let mut env = Vec::new();
+    if std::env::var_os("RAFTLOCK_SPACE_RESERVE_MB").is_none() {
+        env.push(("RAFTLOCK_SPACE_RESERVE_MB".into(), "16".into()));
+    }
     if std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
-        return Vec::new();
+        return env;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
     let workers = (cores / nodes.max(1)).max(1);
-    vec![("TOKIO_WORKER_THREADS".into(), workers.to_string().into())]
+    env.push(("TOKIO_WORKER_THREADS".into(), workers.to_string().into()));
+    env
 }
 
 enum Dir {
@@ -236,6 +248,10 @@ impl LocalCluster {
         let mut attempt = 1;
         let cluster = loop {
             let mut cluster = Self::create(options.clone())?;
+            // A data dir records the cluster id its node first started in,
+            // and that id follows from the addresses: the dirs an attempt
+            // on lost ports created must go with those ports.
+            let existed: Vec<bool> = cluster.nodes.iter().map(|n| n.data_dir.exists()).collect();
             prepare(&cluster)?;
             for id in 1..=options.nodes {
                 cluster.start_node(id)?;
@@ -245,6 +261,11 @@ impl LocalCluster {
                     if attempt < options.attempts && lost_a_port(&log) && cluster.fresh_ports =>
                 {
                     cluster.forget_ports();
+                    for (node, existed) in cluster.nodes.iter().zip(existed) {
+                        if !existed {
+                            remove_dir(&node.data_dir)?;
+                        }
+                    }
                     eprintln!(
                         "node {id} could not bind its port (attempt {attempt}); starting again on fresh ports"
                     );
@@ -403,11 +424,7 @@ impl LocalCluster {
         if node.child.is_some() {
             return Err(Error::Invalid(format!("stop node {id} before wiping it")));
         }
-        match std::fs::remove_dir_all(&node.data_dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(format!("cannot remove {}", node.data_dir.display()))(e)),
-        }
+        remove_dir(&node.data_dir)?;
         node.joiner = true;
         Ok(())
     }

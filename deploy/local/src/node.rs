@@ -152,3 +152,12 @@ impl Node {
         self.paused = false;
     }
 }
+
+/// Removes `dir` and everything in it; one that is not there is fine.
+pub(crate) fn remove_dir(dir: &Path) -> Result<(), Error> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io(format!("cannot remove {}", dir.display()))(e)),
+    }
+}
