@@ -24,9 +24,10 @@ pub const MAX_WAITERS_PER_LOCK: usize = 10_000;
 pub const MAX_LOCKS_PER_SESSION: usize = 10_000;
 /// Longest wait an Acquire may ask for, in ms.
 pub const MAX_WAIT_MS: u64 = 3_600_000;
-/// How many finished request ids a session remembers, so that a late retry
-/// of an acquisition that was already released is refused rather than
-/// granted a second time.
+/// How many finished request ids of acquisitions that were not numbered a
+/// session remembers, so that a late retry of one that was already released
+/// is refused rather than granted a second time. (A numbered acquisition's
+/// end is kept with its exactly-once answer instead.)
 pub const FINISHED_REQUESTS_PER_SESSION: usize = 256;
 /// Most sequenced requests of one session whose answers the client has not
 /// acknowledged yet (requests in flight at once, in practice).

@@ -233,6 +233,11 @@ struct Model {
     owner: BTreeMap<u64, &'static str>,
     locks: BTreeMap<String, MLock>,
     finished: BTreeMap<(u64, u128), &'static str>,
+    /// Numbered acquisitions granted or queued and not yet ended; when one
+    /// ends, how is kept by (session, request, lock) with its answer, not in
+    /// `finished` (which unnumbered acquisitions consult).
+    numbered: BTreeSet<(u64, u128, String)>,
+    numbered_finished: BTreeMap<(u64, u128, String), &'static str>,
     once: BTreeMap<u64, MOnce>,
     keys: BTreeMap<(&'static str, u128), u64>,
     clients: BTreeMap<u64, Client>,
@@ -361,6 +366,9 @@ impl Model {
             Terms::default(),
             index,
         );
+        if matches!(first, Answer::Acquired(..) | Answer::Queued(_)) {
+            self.numbered.insert((r.session, r.req, r.name.clone()));
+        }
         let kept = Kept {
             req: r.req,
             name: r.name,
@@ -387,11 +395,22 @@ impl Model {
             return Answer::Queued(pos);
         }
         Answer::Err(
-            self.finished
-                .get(&(session, req))
+            self.numbered_finished
+                .get(&(session, req, name.to_owned()))
+                .or_else(|| self.finished.get(&(session, req)))
                 .copied()
                 .unwrap_or("request-finished"),
         )
+    }
+
+    /// Records how acquisition `req` of `session` for `name` ended.
+    fn finish(&mut self, session: u64, name: &str, req: u128, how: &'static str) {
+        let key = (session, req, name.to_owned());
+        if self.numbered.remove(&key) {
+            self.numbered_finished.insert(key, how);
+        } else {
+            self.finished.insert((session, req), how);
+        }
     }
 
     /// Mostly a live session: exactly-once answers matter while it lives.
@@ -673,7 +692,7 @@ impl Model {
                     } else {
                         let l = self.locks.get_mut(name).expect("held lock exists");
                         l.holders.retain(|x| x.session != session);
-                        self.finished.insert((session, h.req), "request-released");
+                        self.finish(session, name, h.req, "request-released");
                         self.grant_queue(name, index);
                         Answer::Ok
                     }
@@ -718,7 +737,7 @@ impl Model {
                     } else if l.queue.iter().any(|w| w.0 == session && w.2 == req) {
                         let l = self.locks.get_mut(name).expect("queued lock exists");
                         l.queue.retain(|w| w.0 != session);
-                        self.finished.insert((session, req), "wait-cancelled");
+                        self.finish(session, name, req, "wait-cancelled");
                         self.grant_queue(name, index);
                         Answer::Ok
                     } else {
@@ -755,7 +774,7 @@ impl Model {
                 if let Some(l) = self.locks.get_mut(name) {
                     let taken = std::mem::take(&mut l.holders);
                     for h in taken {
-                        self.finished.insert((h.session, h.req), "request-released");
+                        self.finish(h.session, name, h.req, "request-released");
                         self.lose(name, &h, index);
                     }
                     self.grant_queue(name, index);
@@ -815,7 +834,7 @@ impl Model {
                 if let Some(h) = ended {
                     let l = self.locks.get_mut(name).expect("held lock exists");
                     l.holders.retain(|x| x.session != session);
-                    self.finished.insert((session, h.req), "request-released");
+                    self.finish(session, name, h.req, "request-released");
                     self.lose(name, &h, index);
                     self.grant_queue(name, index);
                 }

@@ -34,7 +34,7 @@ impl LeaseMachine {
             });
         }
         s.waiting.remove(name);
-        s.remember_finished(request_id, Finished::WaitCancelled);
+        self.finish(session, name, request_id, Finished::WaitCancelled);
         if let Some(lock) = self.locks.get_mut(name) {
             lock.remove_waiter(session);
         }

@@ -46,6 +46,14 @@ pub struct Once {
     /// (exclusive), neither touching nor overlapping (snapshot version 6).
     #[serde(default)]
     pub acked: BTreeMap<u64, u64>,
+    /// The numbered acquisitions that still hold or wait, by lock (a
+    /// session holds or waits through one acquisition per lock), with
+    /// their sequence numbers: when one ends, how it ended is kept with its
+    /// answer (and forgotten with it) rather than in the session's history
+    /// of unnumbered acquisitions, which a long-lived session filled for
+    /// good.
+    #[serde(default)]
+    pub standing: BTreeMap<String, (RequestId, u64)>,
 }
 
 impl Once {
@@ -184,6 +192,10 @@ pub struct Recorded {
     /// rather than answered with the first call's verdict. `None` for
     /// answers recorded before snapshot format 4, which did not keep it.
     pub call: Option<(String, bool)>,
+    /// How the acquisition ended, once it no longer holds or waits: a
+    /// duplicate is answered with it.
+    #[serde(default)]
+    pub ended: Option<Finished>,
 }
 
 /// The index entry of a session created with `key` by `owner`: keys are
@@ -260,9 +272,64 @@ impl LeaseMachine {
                 .map(|(_, f)| *f)
         });
         match finished {
-            Some(Finished::Released(token)) => LeaseError::RequestReleased { request_id, token },
-            Some(Finished::WaitCancelled) => LeaseError::WaitCancelled { request_id },
+            Some(how) => how.error(request_id),
             None => LeaseError::RequestFinished { request_id },
+        }
+    }
+
+    /// Fills in `Once::standing` from the kept answers, for a state read
+    /// from a snapshot format that did not keep it: each numbered
+    /// acquisition granted or queued whose session still holds or waits
+    /// through it. (One whose answer was already acknowledged cannot be
+    /// found; its end goes to the session's history, as it did then.)
+    pub(super) fn rebuild_standing(&mut self) {
+        for (session, once) in &mut self.once {
+            let Some(s) = self.sessions.get(session) else {
+                continue;
+            };
+            for (seq, recorded) in &once.answers {
+                let Some((name, _)) = &recorded.call else {
+                    continue;
+                };
+                let stands = matches!(
+                    recorded.first,
+                    Ok(Reply::Acquired(_) | Reply::Queued { .. })
+                ) && (s.held.get(name) == Some(&recorded.request_id)
+                    || s.waiting.get(name) == Some(&recorded.request_id));
+                if stands {
+                    once.standing
+                        .entry(name.clone())
+                        .or_insert((recorded.request_id, *seq));
+                }
+            }
+        }
+    }
+
+    /// Records how acquisition `request_id` of `session` for lock `name`
+    /// ended: with its
+    /// exactly-once answer if it was numbered (nothing once that answer is
+    /// acknowledged: a duplicate is refused by its number then), else in
+    /// the session's bounded history of unnumbered acquisitions.
+    pub(super) fn finish(
+        &mut self,
+        session: SessionId,
+        name: &str,
+        request_id: RequestId,
+        how: Finished,
+    ) {
+        if let Some(once) = self.once.get_mut(&session) {
+            if let Some(&(standing, seq)) = once.standing.get(name) {
+                if standing == request_id {
+                    once.standing.remove(name);
+                    if let Some(recorded) = once.answers.get_mut(&seq) {
+                        recorded.ended = Some(how);
+                    }
+                    return;
+                }
+            }
+        }
+        if let Some(s) = self.sessions.get_mut(&session) {
+            s.remember_finished(request_id, how);
         }
     }
 
@@ -320,7 +387,10 @@ impl LeaseMachine {
                 Ok(Reply::Acquired(_) | Reply::Queued { .. }) => {
                     match self.standing(*session, name, *request_id) {
                         Some(reply) => Ok(reply),
-                        None => Err(self.finished_answer(*session, *request_id)),
+                        None => Err(match recorded.ended {
+                            Some(how) => how.error(*request_id),
+                            None => self.finished_answer(*session, *request_id),
+                        }),
                     }
                 }
                 // Kept without its holders (see below): name today's.
@@ -345,6 +415,9 @@ impl LeaseMachine {
         let call = Some((name.to_owned(), req.wait_ms.is_some()));
         let first = self.acquire(req, index, at_ms, events);
         if let Some(once) = self.once.get_mut(&session) {
+            if matches!(first, Ok(Reply::Acquired(_) | Reply::Queued { .. })) {
+                once.standing.insert(name.to_owned(), (request_id, seq));
+            }
             once.answers.insert(
                 seq,
                 Box::new(Recorded {
@@ -365,6 +438,7 @@ impl LeaseMachine {
                         other => other.clone(),
                     },
                     call,
+                    ended: None,
                 }),
             );
         }

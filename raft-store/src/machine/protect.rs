@@ -84,8 +84,13 @@ impl LeaseMachine {
         };
         if let Some(s) = self.sessions.get_mut(&session) {
             s.held.remove(name);
-            s.remember_finished(grant.request_id, Finished::Released(grant.token));
         }
+        self.finish(
+            session,
+            name,
+            grant.request_id,
+            Finished::Released(grant.token),
+        );
         events.push(Event::Released {
             name: name.to_owned(),
             session,

@@ -121,6 +121,20 @@ impl LeaseMachine {
             .unwrap_or_default()
     }
 
+    /// The numbered acquisitions of `session` that still hold or wait, as
+    /// (request id, lock, sequence number): how each ends is kept with its
+    /// exactly-once answer.
+    pub fn numbered_standing(
+        &self,
+        session: SessionId,
+    ) -> impl Iterator<Item = (super::RequestId, &str, u64)> {
+        self.once
+            .get(&session)
+            .into_iter()
+            .flat_map(|o| o.standing.iter())
+            .map(|(name, (id, seq))| (*id, name.as_str(), *seq))
+    }
+
     /// All live sessions, by id.
     pub fn sessions(&self) -> impl Iterator<Item = &Session> {
         self.sessions.values()

@@ -28,8 +28,13 @@ impl LeaseMachine {
             })?;
         if let Some(s) = self.sessions.get_mut(&session) {
             s.held.remove(name);
-            s.remember_finished(grant.request_id, Finished::Released(grant.token));
         }
+        self.finish(
+            session,
+            name,
+            grant.request_id,
+            Finished::Released(grant.token),
+        );
         events.push(Event::Released {
             name: name.to_owned(),
             session,
@@ -65,8 +70,8 @@ impl LeaseMachine {
         for g in &released {
             if let Some(s) = self.sessions.get_mut(&g.session) {
                 s.held.remove(name);
-                s.remember_finished(g.request_id, Finished::Released(g.token));
             }
+            self.finish(g.session, name, g.request_id, Finished::Released(g.token));
             events.push(Event::Released {
                 name: name.to_owned(),
                 session: g.session,

@@ -22,8 +22,10 @@
 //!
 //! Version 6 adds each session's runs of answers acknowledged one by one
 //! (`Once::acked`), names each lock-delay by the index that started it,
-//! and indexes token leases by when they go; version 5 is read through
-//! `V5`, its delays started at index 0 and its lease index rebuilt.
+//! indexes token leases by when they go, and keeps how a numbered
+//! acquisition ended with its exactly-once answer (`Recorded::ended`,
+//! `Once::standing`); version 5 is read through `V5`, its delays started at
+//! index 0 and its lease index rebuilt.
 
 use super::LeaseMachine;
 use serde::{Deserialize, Serialize};
@@ -109,7 +111,16 @@ struct V5 {
 struct OnceV5 {
     key: Option<u128>,
     acked_below: u64,
-    answers: BTreeMap<u64, Box<super::once::Recorded>>,
+    answers: BTreeMap<u64, RecordedV5>,
+}
+
+/// An exactly-once answer as versions 4 and 5 wrote it: not how its
+/// acquisition ended (those went to the session's history).
+#[derive(Deserialize)]
+struct RecordedV5 {
+    request_id: super::RequestId,
+    first: Result<super::Reply, super::LeaseError>,
+    call: Option<(String, bool)>,
 }
 
 impl From<V5> for LeaseMachine {
@@ -125,8 +136,21 @@ impl From<V5> for LeaseMachine {
                     let once = super::once::Once {
                         key: o.key,
                         acked_below: o.acked_below,
-                        answers: o.answers,
+                        answers: o
+                            .answers
+                            .into_iter()
+                            .map(|(seq, r)| {
+                                let recorded = super::once::Recorded {
+                                    request_id: r.request_id,
+                                    first: r.first,
+                                    call: r.call,
+                                    ended: None,
+                                };
+                                (seq, Box::new(recorded))
+                            })
+                            .collect(),
                         acked: BTreeMap::new(),
+                        standing: BTreeMap::new(),
                     };
                     (s, once)
                 })
@@ -345,11 +369,13 @@ mod old {
                             request_id: r.request_id,
                             first: r.first.map(Into::into),
                             call: r.call,
+                            ended: None,
                         };
                         (seq, Box::new(recorded))
                     })
                     .collect(),
                 acked: BTreeMap::new(),
+                standing: BTreeMap::new(),
             }
         }
     }
@@ -434,6 +460,10 @@ impl LeaseMachine {
                     postcard::Error::DeserializeBadEncoding,
                 ));
             }
+            let mut machine = machine;
+            if version < 6 {
+                machine.rebuild_standing();
+            }
             return Ok(machine);
         }
         let header: Header = serde_json::from_slice(bytes)?;
@@ -443,7 +473,8 @@ impl LeaseMachine {
                 supported: SNAPSHOT_VERSION,
             });
         }
-        let read: Read = serde_json::from_slice(bytes)?;
+        let mut read: Read = serde_json::from_slice(bytes)?;
+        read.machine.rebuild_standing();
         Ok(read.machine)
     }
 

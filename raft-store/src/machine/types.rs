@@ -174,6 +174,16 @@ pub enum Finished {
     WaitCancelled,
 }
 
+impl Finished {
+    /// What a duplicate of the acquisition `request_id` that ended so gets.
+    pub(crate) fn error(self, request_id: RequestId) -> super::LeaseError {
+        match self {
+            Finished::Released(token) => super::LeaseError::RequestReleased { request_id, token },
+            Finished::WaitCancelled => super::LeaseError::WaitCancelled { request_id },
+        }
+    }
+}
+
 /// Why a session ended.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EndReason {

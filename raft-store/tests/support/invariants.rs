@@ -84,6 +84,13 @@ fn check_invariants_with(m: &LeaseMachine, snapshot: &[u8]) -> Result<(), String
             s.id,
             s.finished.len()
         );
+        for (rid, name, seq) in m.numbered_standing(s.id) {
+            ensure!(
+                s.held.get(name) == Some(&rid) || s.waiting.get(name) == Some(&rid),
+                "session {} keeps seq {seq} ({rid} on {name:?}) as standing, but it neither holds nor waits",
+                s.id
+            );
+        }
         for (name, rid) in &s.held {
             ensure!(
                 !s.waiting.contains_key(name),
