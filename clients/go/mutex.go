@@ -90,7 +90,8 @@ type Mutex struct {
 	capUntil time.Time
 	lost     chan struct{}
 	lostErr  error
-	unlocked chan struct{}
+	// unwatch stops watching the current hold for its loss.
+	unwatch func()
 }
 
 // NewMutex makes a mutex on lock name for session s; nothing is sent until
@@ -323,43 +324,56 @@ func cancelWaitSoon(s *Session, name string, requestID []byte) {
 
 // hold records a grant and watches for its loss: the session's, or the
 // hold cap's, counted from sent (the leader counts from its grant, which is
-// later) less the same margin as a TTL.
+// later) less the same margin as a TTL. The watch is a callback of the
+// session and a timer, not a goroutine: a hold costs nothing to watch
+// until it is lost.
 func (m *Mutex) hold(g *Grant, sent time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.grant = g
-	m.lost = make(chan struct{})
+	lost := make(chan struct{})
+	m.lost = lost
 	m.lostErr = nil
-	m.unlocked = make(chan struct{})
 	m.capUntil = time.Time{}
-	var capC <-chan time.Time
+	// Set by whichever comes first: the loss or Unlock.
+	var settled int32
 	var capTimer *time.Timer
-	if g.MaxHold > 0 {
-		m.capUntil = sent.Add(g.MaxHold - SafetyMargin(g.MaxHold))
-		capTimer = time.NewTimer(time.Until(m.capUntil))
-		capC = capTimer.C
-	}
-	lost, unlocked, done := m.lost, m.unlocked, m.s.Done()
-	go func() {
+	var unwatchSession func()
+	stop := func() {
 		if capTimer != nil {
-			defer capTimer.Stop()
+			capTimer.Stop()
 		}
-		var why error
-		select {
-		case <-done:
-			why = m.s.Err()
-		case <-capC:
-			why = localError(kindHoldExpired, "FAILED_PRECONDITION", "lock %q lost: its hold cap of %v ran out", g.Name, g.MaxHold)
-		case <-unlocked:
+		if unwatchSession != nil {
+			unwatchSession()
+		}
+	}
+	fire := func(why func() error) {
+		if !atomic.CompareAndSwapInt32(&settled, 0, 1) {
 			return
 		}
+		// Waits for hold to return, which set the timer and the watch.
 		m.mu.Lock()
 		if m.lost == lost {
-			m.lostErr = why
+			m.lostErr = why()
 		}
 		m.mu.Unlock()
 		close(lost)
-	}()
+		stop()
+	}
+	if g.MaxHold > 0 {
+		m.capUntil = sent.Add(g.MaxHold - SafetyMargin(g.MaxHold))
+		capTimer = time.AfterFunc(time.Until(m.capUntil), func() {
+			fire(func() error {
+				return localError(kindHoldExpired, "FAILED_PRECONDITION", "lock %q lost: its hold cap of %v ran out", g.Name, g.MaxHold)
+			})
+		})
+	}
+	unwatchSession = m.s.watchEnd(func() { fire(m.s.Err) })
+	m.unwatch = func() {
+		if atomic.CompareAndSwapInt32(&settled, 0, 1) {
+			stop()
+		}
+	}
 }
 
 // Token is the fencing token of the current hold (0 when not held).
@@ -448,7 +462,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return &Error{Reason: ReasonNotHolder, Code: "FAILED_PRECONDITION", Message: fmt.Sprintf("lock %q is not held by this mutex", m.name)}
 	}
 	m.grant = nil
-	close(m.unlocked)
+	m.unwatch()
 	// Lost then answers a closed channel, as without a hold; a channel
 	// handed out before stays open, since the hold was not lost.
 	m.lost = nil

@@ -61,6 +61,10 @@ type Session struct {
 	seq     uint64
 	waiting map[uint64]struct{}
 	closing bool
+	// onEnd is called (each in a goroutine of its own) when the session
+	// ends: how a hold learns of the loss without a goroutine per hold.
+	onEnd     map[uint64]func()
+	lastWatch uint64
 
 	// Keep-alive state, guarded by the keeper's lock.
 	due      time.Time
@@ -196,6 +200,7 @@ func (s *Session) end(reason *Error) {
 		s.timer.Stop()
 	}
 	close(s.done)
+	s.runOnEnd()
 	s.mu.Unlock()
 	s.cl.keep.remove(s)
 }
@@ -209,7 +214,40 @@ func (s *Session) checkDeadline() {
 			s.timer.Stop()
 		}
 		close(s.done)
+		s.runOnEnd()
 		go s.cl.keep.remove(s)
+	}
+}
+
+// runOnEnd starts what watches the session's end; s.mu held, so each runs
+// in a goroutine of its own (they read the session).
+func (s *Session) runOnEnd() {
+	for _, f := range s.onEnd {
+		go f()
+	}
+	s.onEnd = nil
+}
+
+// watchEnd has f called once the session ends (at once if it has); call
+// the function returned to stop watching.
+func (s *Session) watchEnd(f func()) (unwatch func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checkDeadline()
+	if s.ended != nil {
+		go f()
+		return func() {}
+	}
+	if s.onEnd == nil {
+		s.onEnd = map[uint64]func(){}
+	}
+	s.lastWatch++
+	id := s.lastWatch
+	s.onEnd[id] = f
+	return func() {
+		s.mu.Lock()
+		delete(s.onEnd, id)
+		s.mu.Unlock()
 	}
 }
 

@@ -26,7 +26,9 @@ const suspectFor = 5 * time.Second
 type cluster struct {
 	cfg    Config
 	scheme string
-	http   *http.Client
+	// http carries the streams; unary calls go through pool.
+	http *http.Client
+	pool *connPool
 
 	mu        sync.Mutex
 	endpoints []string
@@ -35,6 +37,11 @@ type cluster struct {
 	suspects  map[string]time.Time
 	closed    bool
 	closedCh  chan struct{}
+	// calls is the cancel of every request in flight, so Close can end
+	// them; a map rather than a goroutine per call watching closedCh, which
+	// cost each call a goroutine start and a wake-up on another thread.
+	calls  map[uint64]context.CancelFunc
+	lastID uint64
 }
 
 // normalize turns "http://host:port/" into "host:port".
@@ -46,7 +53,7 @@ func normalize(endpoint string) string {
 }
 
 func newCluster(cfg Config) (*cluster, error) {
-	c := &cluster{cfg: cfg, scheme: "http", suspects: map[string]time.Time{}, closedCh: make(chan struct{})}
+	c := &cluster{cfg: cfg, scheme: "http", suspects: map[string]time.Time{}, closedCh: make(chan struct{}), calls: map[uint64]context.CancelFunc{}}
 	for _, e := range cfg.Endpoints {
 		for _, part := range strings.Split(e, ",") {
 			n := normalize(part)
@@ -97,6 +104,7 @@ func newCluster(cfg Config) (*cluster, error) {
 		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	}
 	c.http = &http.Client{Transport: tr}
+	c.pool = newConnPool(dialer, cfg.TLS)
 	return c, nil
 }
 
@@ -198,26 +206,44 @@ func (c *cluster) isClosed() bool {
 
 func (c *cluster) close() {
 	c.mu.Lock()
+	var calls []context.CancelFunc
 	if !c.closed {
 		c.closed = true
 		close(c.closedCh)
+		for _, cancel := range c.calls {
+			calls = append(calls, cancel)
+		}
+		c.calls = nil
 	}
 	c.mu.Unlock()
+	for _, cancel := range calls {
+		cancel()
+	}
+	c.pool.close()
 	c.http.CloseIdleConnections()
 }
 
-// cutOnClose cancels a request's context when the client closes, so that
-// Close ends the calls and streams still in flight (their callers get
+// cutOnClose has cancel called when the client closes, so that Close ends
+// the calls and streams still in flight (their callers get
 // ErrClientClosed) rather than leaving them to their timeouts or, for a
-// stream, open for good. The goroutine ends with the request.
-func (c *cluster) cutOnClose(ctx context.Context, cancel context.CancelFunc) {
-	go func() {
-		select {
-		case <-c.closedCh:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+// stream, open for good. Call the function it returns when the request
+// ends.
+func (c *cluster) cutOnClose(cancel context.CancelFunc) (done func()) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		cancel()
+		return func() {}
+	}
+	c.lastID++
+	id := c.lastID
+	c.calls[id] = cancel
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.calls, id)
+		c.mu.Unlock()
+	}
 }
 
 func errClosed() *Error {
@@ -271,9 +297,11 @@ func (c *cluster) post(ctx context.Context, addr, path string, body interface{},
 	if err != nil {
 		return invalidArgument("encoding %s: %v", path, err)
 	}
-	actx, cancel := context.WithTimeout(ctx, timeout)
+	// The attempt's timeout is a deadline on the connection (no timer per
+	// call); the context ends it early when the caller or Close cancels.
+	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c.cutOnClose(actx, cancel)
+	defer c.cutOnClose(cancel)()
 	// A long call to a node that stops answering (frozen, cut off) would
 	// otherwise wait out its whole timeout instead of moving on.
 	// The watch starts only once the call has outlived one probe interval:
@@ -289,13 +317,16 @@ func (c *cluster) post(ctx context.Context, addr, path string, body interface{},
 		})
 		defer t.Stop()
 	}
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.scheme+"://"+addr+path, bytes.NewReader(payload))
+	deadline := time.Now().Add(timeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	req, err := http.NewRequest(http.MethodPost, c.scheme+"://"+addr+path, bytes.NewReader(payload))
 	if err != nil {
 		return invalidArgument("bad request to %s: %v", addr, err)
 	}
 	c.headers(req, "application/json")
-	res, err := c.http.Do(req)
-	if err != nil {
+	failed := func(err error, written bool) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -305,18 +336,21 @@ func (c *cluster) post(ctx context.Context, addr, path string, body interface{},
 		if stalled != nil && isClosedChan(stalled) {
 			return attemptError(addr, errors.New("stopped answering"), false)
 		}
-		return attemptError(addr, err, unsent(err))
+		return attemptError(addr, err, !written)
 	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
+	conn, _, err := c.pool.get(actx, addr)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if c.isClosed() {
-			return errClosed()
-		}
-		return attemptError(addr, err, false)
+		return failed(err, false)
+	}
+	res, data, written, keep, err := conn.roundTrip(actx, req, deadline, 16<<20)
+	if keep {
+		c.pool.put(conn)
+	} else {
+		// Also how a node learns that a waiting caller left.
+		conn.nc.Close()
+	}
+	if err != nil {
+		return failed(err, written)
 	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		return refusal(res, data)
@@ -518,8 +552,12 @@ func (c *cluster) openStream(ctx context.Context, addr, path string, body interf
 	if err != nil {
 		return nil, invalidArgument("encoding %s: %v", path, err)
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	c.cutOnClose(sctx, cancel)
+	sctx, cancelCtx := context.WithCancel(ctx)
+	uncut := c.cutOnClose(cancelCtx)
+	cancel := func() {
+		cancelCtx()
+		uncut()
+	}
 	req, err := http.NewRequestWithContext(sctx, http.MethodPost, c.scheme+"://"+addr+path, bytes.NewReader(payload))
 	if err != nil {
 		cancel()
