@@ -4,12 +4,15 @@
 //! their bounds. Each is produced on a real cluster and checked on the raw
 //! status and, where the client library can see it, as its typed error.
 //!
-//! Two reasons have no passing test. WAIT_NOT_FOUND answers only
+//! Three reasons have no passing test. WAIT_NOT_FOUND answers only
 //! `CancelWait`, which the leader proposes itself and whose refusal it
-//! absorbs: no client can cause it. INTERNAL marks replies that do not fit
-//! their command and answers that cannot be encoded, faults no correct
-//! server shows a client; one it does show, through a bug, is the ignored
-//! last test, which expects what the answer should be.
+//! absorbs: no client can cause it. REQUEST_FINISHED answers a retry of a
+//! numbered acquisition that ended without how it ended being kept, which
+//! only a state restored from a snapshot of an older release holds.
+//! INTERNAL marks replies that do not fit their
+//! command and answers that cannot be encoded, faults no correct server
+//! shows a client; one it does show, through a bug, is the ignored last
+//! test, which expects what the answer should be.
 
 use futures::StreamExt;
 use raftlock_client::{Client, Error};
@@ -206,13 +209,14 @@ async fn waiting_for_a_learner_that_is_down_ends_in_learner_not_caught_up() {
     }
 }
 
-/// A retry of a granted acquisition is answered by how it ended while the
-/// session remembers it (REQUEST_RELEASED); once enough later acquisitions
-/// have ended to push it out of that bounded memory, only that it ended
-/// (REQUEST_FINISHED). The client library retries only within one call, so
-/// it never sends such a late retry.
+/// A retry of a numbered acquisition is answered by how it ended
+/// (REQUEST_RELEASED) for as long as the client has not acknowledged its
+/// answer, however many acquisitions of the session end meanwhile. Ends
+/// were kept in a bounded history of the session's last 256, so one pushed
+/// out of it answered only that it ended (REQUEST_FINISHED). An
+/// unnumbered acquisition still has the bounded history.
 #[tokio::test]
-async fn a_retry_older_than_the_sessions_memory_is_request_finished() {
+async fn a_retry_of_a_numbered_acquisition_learns_how_it_ended_until_acknowledged() {
     let cluster = Cluster::start(3).await;
     let leader_id = cluster.wait_for_leader(Duration::from_secs(10)).await;
     let leader = cluster.node(leader_id).client_addr.clone();
@@ -232,7 +236,7 @@ async fn a_retry_older_than_the_sessions_memory_is_request_finished() {
         Reason::RequestReleased,
     );
 
-    let ended = futures::stream::iter(0..FINISHED_REQUESTS_PER_SESSION)
+    let ended = futures::stream::iter(0..FINISHED_REQUESTS_PER_SESSION + 10)
         .map(|i| {
             let leader = leader.clone();
             async move {
@@ -246,11 +250,22 @@ async fn a_retry_older_than_the_sessions_memory_is_request_finished() {
         .count();
     assert_eq!(
         answered(Duration::from_secs(120), ended).await,
-        FINISHED_REQUESTS_PER_SESSION
+        FINISHED_REQUESTS_PER_SESSION + 10
     );
     expect(
         locks.acquire(sequenced(s, "rf/first", 1, 1, 1)).await,
-        Reason::RequestFinished,
+        Reason::RequestReleased,
+    );
+    // Acknowledged by the next numbered call: the number is refused now.
+    let next = locks
+        .acquire(sequenced(s, "rf/next", 2, 2, 2))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(next.acquired);
+    expect(
+        locks.acquire(sequenced(s, "rf/first", 1, 1, 1)).await,
+        Reason::RequestAcknowledged,
     );
 }
 
