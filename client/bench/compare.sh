@@ -2,8 +2,11 @@
 # Two server builds side by side, in one invocation on one machine: for each
 # build a fresh `raftlockd dev` 3-node cluster (fsync on), the same client
 # binary and bench workloads (median of RUNS runs each), run in the order
-# base, new, base, new... so drift of a noisy machine hits both. Prints each
-# figure as the median over its clusters and as a ratio to the base build.
+# base, new, new, base, base, new... so drift of a noisy machine hits both,
+# and so does whatever favours the first or the second cluster of a round
+# (run against itself with a fixed order, the second build came out 0.87x
+# at 64 clients, slower in each of 4 rounds). Prints each figure as the
+# median over its clusters and as a ratio to the base build.
 #
 #   client/bench/compare.sh BASE_RAFTLOCKD NEW_RAFTLOCKD [DURATION] [RUNS] [ROUNDS]
 #
@@ -40,7 +43,9 @@ node_cpu() {
 }
 
 for round in $(seq "$ROUNDS"); do
-  for label in base new; do
+  order="base new"
+  [ $((round % 2)) = 0 ] && order="new base"
+  for label in $order; do
     if [ "$label" = base ]; then bin="$BASE"; else bin="$NEW"; fi
     "$bin" dev >"$OUT/dev.txt" 2>&1 &
     DEV_PID=$!
