@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --release --bins -p raftlock-node -p raftlock-client
+cargo build --release --bins -p raftlock-node -p raftlock-cli
 root="$(mktemp -d)"
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root/bin" "$root/etc" "$root/data" "$root/tmp"

@@ -577,7 +577,9 @@ pub async fn soak(a: &Args, run: usize) -> anyhow::Result<RunResult> {
     let mut transfers = 0u64;
     while load.elapsed() < a.duration {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        if Instant::now() >= next_transfer {
+        // No transfer in the last sample interval: the end sample then
+        // sees a leader settled in its role, not one handing over.
+        if Instant::now() >= next_transfer && load.elapsed() + every < a.duration {
             next_transfer += a.transfer_every;
             transfers += 1;
             let admin = Client::connect(&endpoints).await?;
