@@ -53,6 +53,20 @@ impl Client {
         Self::connect_with(endpoints, Options::default()).await
     }
 
+    /// Connects as the `raftlock` CLI would, with the endpoints, TLS files,
+    /// token and client name of its environment variables
+    /// ([`Options::from_env`]).
+    ///
+    /// ```no_run
+    /// # async fn f() -> Result<(), raftlock_client::Error> {
+    /// let client = raftlock_client::Client::from_env().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn from_env() -> Result<Client, Error> {
+        let (endpoints, options) = Options::from_env()?;
+        Self::connect_with(endpoints, options).await
+    }
+
     /// [`Client::connect`] with explicit [`Options`].
     ///
     /// ```no_run

@@ -70,6 +70,16 @@ impl KeepAlives {
         self.lock().sessions.remove(&id);
     }
 
+    /// Stops keeping every session alive; the ones still referenced.
+    pub(crate) fn take_all(&self) -> Vec<Arc<Lease>> {
+        let mut r = self.lock();
+        r.added.clear();
+        r.sessions
+            .drain()
+            .filter_map(|(_, lease)| lease.upgrade())
+            .collect()
+    }
+
     fn get(&self, id: u64) -> Option<Arc<Lease>> {
         self.lock().sessions.get(&id).and_then(Weak::upgrade)
     }

@@ -136,7 +136,7 @@ pub use lease::safety_margin;
 pub use lock::{LockBuilder, LockGuard};
 pub use ratelimit::{Admission, LimitInfo, RateLimit, TokenLease};
 pub use session::Session;
-pub use transport::{Options, Tls};
+pub use transport::{env, Options, Tls};
 pub use types::{
     Grant, LockInfo, Member, Mode, ServerLimits, SessionInfo, Status, Validation, WaiterInfo,
 };

@@ -437,6 +437,31 @@ impl LockGuard {
         }
     }
 
+    /// Runs `work` scoped to the lock: its output, or, when the lock is
+    /// lost first (by the same deadline as [`LockGuard::is_valid`], before
+    /// anyone else can be granted it), the reason [`LockGuard::lost`] gives,
+    /// with `work` dropped at the await point it had reached. The lock
+    /// stays held either way; release it after.
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// # async fn write_report(_token: u64) {}
+    /// let guard = s.lock("reports/daily").acquire().await?;
+    /// let written = guard.run(write_report(guard.token())).await;
+    /// guard.release().await?;
+    /// written?; // Err(SessionLost | SessionGone | HoldExpired): the report was cut short
+    /// # Ok(()) }
+    /// ```
+    pub async fn run<F: std::future::Future>(&self, work: F) -> Result<F::Output, Error> {
+        tokio::select! {
+            // Checked first: work that finishes in the same poll as the
+            // loss is not reported as done under the lock.
+            biased;
+            reason = self.lost() => Err(reason),
+            out = work => Ok(out),
+        }
+    }
+
     /// Releases the lock; the next waiter is granted in the same log entry.
     ///
     /// ```no_run

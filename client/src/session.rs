@@ -81,7 +81,7 @@ impl Drop for Ticket {
 
 impl Client {
     /// Creates a session with `ttl` (1 s ..= 10 min) and starts keeping it
-    /// alive every TTL/3.
+    /// alive every TTL/3, named by [`Options::client_name`](crate::Options::client_name).
     ///
     /// ```no_run
     /// # async fn f(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {
@@ -90,7 +90,8 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn session(&self, ttl: Duration) -> Result<Session, Error> {
-        self.session_named(ttl, "").await
+        let name = self.options().client_name.clone().unwrap_or_default();
+        self.session_named(ttl, &name).await
     }
 
     /// [`Client::session`] with a client name shown in `describe` output
@@ -255,11 +256,18 @@ impl Session {
         self.inner.client.inner.keepalives.remove(id);
         self.inner.lease.end(Error::SessionGone(id));
         let client = &self.inner.client;
-        let t = client.options().attempt_timeout;
-        let res = client
+        client.close_session(id, client.options().deadline).await
+    }
+}
+
+impl Client {
+    /// Ends session `id` on the server, retrying until `deadline`.
+    pub(crate) async fn close_session(&self, id: u64, deadline: Duration) -> Result<(), Error> {
+        let t = self.options().attempt_timeout.min(deadline);
+        let res = self
             .inner
             .cluster
-            .retry(client.options().deadline, |ch, _| async move {
+            .retry(deadline, |ch, _| async move {
                 let mut req = tonic::Request::new(pb::CloseSessionRequest { session_id: id });
                 req.set_timeout(t);
                 SessionClient::new(ch).close(req).await
@@ -271,5 +279,30 @@ impl Session {
             Err(s) if s.code() == tonic::Code::NotFound => Ok(()),
             Err(s) => Err(Error::from_status(&s, Some(id), None)),
         }
+    }
+
+    /// Closes every session this client keeps alive, as the Python,
+    /// TypeScript and Go clients' `close` do: their locks are released and
+    /// their waits cancelled at once, rather than held until the leader
+    /// expires them a TTL later; handles to them then report
+    /// [`Error::SessionGone`]. It takes at most `min(deadline, 5 s)`; a
+    /// session the cluster cannot be told of in time is left to expire.
+    /// Call it when the process shuts down (dropping a client only stops
+    /// its keep-alives).
+    ///
+    /// ```no_run
+    /// # async fn f(client: raftlock_client::Client) {
+    /// // ... on shutdown:
+    /// client.close().await;
+    /// # }
+    /// ```
+    pub async fn close(&self) {
+        let deadline = self.options().deadline.min(Duration::from_secs(5));
+        let leases = self.inner.keepalives.take_all();
+        let closes = leases.iter().map(|lease| {
+            lease.end(Error::SessionGone(lease.id));
+            self.close_session(lease.id, deadline)
+        });
+        let _ = tokio::time::timeout(deadline, futures::future::join_all(closes)).await;
     }
 }

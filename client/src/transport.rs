@@ -203,9 +203,114 @@ pub struct Options {
     /// assert_eq!(options.pid, Some(0));
     /// ```
     pub pid: Option<u32>,
+    /// The client name of sessions created with [`Client::session`](crate::Client::session)
+    /// (`None`: none), shown to operators with the locks they hold.
+    ///
+    /// ```
+    /// let options = raftlock_client::Options {
+    ///     client_name: Some("billing-worker".into()),
+    ///     ..Default::default()
+    /// };
+    /// assert!(options.client_name.is_some());
+    /// ```
+    pub client_name: Option<String>,
+}
+
+/// The environment variables [`Options::from_env`] reads: the `raftlock`
+/// CLI's (and the other clients' `from_env`).
+pub mod env {
+    /// Comma-separated `host:port` or `http(s)://host:port`.
+    pub const ENDPOINTS: &str = "RAFTLOCK_ENDPOINTS";
+    /// The CA's PEM file; turns TLS on.
+    pub const CACERT: &str = "RAFTLOCK_CACERT";
+    /// This client's certificate (PEM file), with [`KEY`].
+    pub const CERT: &str = "RAFTLOCK_CERT";
+    /// The key of [`CERT`] (PEM file).
+    pub const KEY: &str = "RAFTLOCK_KEY";
+    /// A bearer token.
+    pub const AUTH_TOKEN: &str = "RAFTLOCK_AUTH_TOKEN";
+    /// Sessions' client name.
+    pub const CLIENT_NAME: &str = "RAFTLOCK_CLIENT_NAME";
 }
 
 impl Options {
+    /// The endpoints and options the `raftlock` CLI would use, from this
+    /// process's environment: [`env::ENDPOINTS`] (default
+    /// `127.0.0.1:7000`), [`env::CACERT`], [`env::CERT`] and [`env::KEY`],
+    /// [`env::AUTH_TOKEN`] and [`env::CLIENT_NAME`]; the rest default.
+    ///
+    /// ```no_run
+    /// # async fn f() -> Result<(), raftlock_client::Error> {
+    /// let (endpoints, options) = raftlock_client::Options::from_env()?;
+    /// let client = raftlock_client::Client::connect_with(endpoints, options).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn from_env() -> Result<(Vec<String>, Options), Error> {
+        Options::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// [`Options::from_env`] reading the variables through `var` (a map in
+    /// tests, a config system in a service).
+    ///
+    /// ```
+    /// let vars = std::collections::HashMap::from([("RAFTLOCK_AUTH_TOKEN", "s3cret")]);
+    /// let (endpoints, options) =
+    ///     raftlock_client::Options::from_vars(|name| vars.get(name).map(|v| v.to_string())).unwrap();
+    /// assert_eq!(endpoints, ["127.0.0.1:7000"]);
+    /// assert_eq!(options.token.as_deref(), Some("s3cret"));
+    /// ```
+    pub fn from_vars(
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<(Vec<String>, Options), Error> {
+        let get = |name: &str| {
+            var(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let joined = get(env::ENDPOINTS).unwrap_or_else(|| "127.0.0.1:7000".into());
+        let endpoints: Vec<String> = joined
+            .split(',')
+            .map(normalize)
+            .filter(|e| !e.is_empty())
+            .collect();
+        let read = |name: &str| -> Result<Option<Vec<u8>>, Error> {
+            get(name)
+                .map(|path| {
+                    std::fs::read(&path).map_err(|e| Error::Tls(format!("{name}={path}: {e}")))
+                })
+                .transpose()
+        };
+        let (ca, cert, key) = (read(env::CACERT)?, read(env::CERT)?, read(env::KEY)?);
+        let tls = match (ca, cert, key) {
+            (Some(ca), Some(cert), Some(key)) => Some(Tls::new(ca).with_identity(cert, key)),
+            (Some(ca), None, None) => Some(Tls::new(ca)),
+            (_, Some(_), None) | (_, None, Some(_)) => {
+                return Err(Error::Tls(format!(
+                    "{} and {} go together: set both or neither",
+                    env::CERT,
+                    env::KEY
+                )))
+            }
+            (None, _, _) if joined.contains("https://") => {
+                return Err(Error::Tls(format!(
+                    "{} names https:// endpoints but {} is not set",
+                    env::ENDPOINTS,
+                    env::CACERT
+                )))
+            }
+            (None, _, _) => None,
+        };
+        Ok((
+            endpoints,
+            Options {
+                tls,
+                token: get(env::AUTH_TOKEN),
+                client_name: get(env::CLIENT_NAME),
+                ..Options::default()
+            },
+        ))
+    }
+
     /// The host and pid a session reports, after the defaults.
     pub(crate) fn origin(&self) -> (String, u32) {
         let host = self.host.clone().unwrap_or_else(|| {
@@ -238,6 +343,7 @@ impl std::fmt::Debug for Options {
             .field("connect_timeout", &self.connect_timeout)
             .field("host", &self.host)
             .field("pid", &self.pid)
+            .field("client_name", &self.client_name)
             .finish()
     }
 }
@@ -256,6 +362,7 @@ impl Default for Options {
             connect_timeout: Duration::from_secs(1),
             host: None,
             pid: None,
+            client_name: None,
         }
     }
 }

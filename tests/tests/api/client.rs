@@ -91,6 +91,53 @@ async fn a_retried_acquire_returns_the_same_token() {
 }
 
 #[tokio::test]
+async fn a_scope_run_under_a_lock_is_dropped_when_the_lock_is_lost() {
+    let mut cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    let ttl = Duration::from_secs(2);
+    let session = client.session(ttl).await.unwrap();
+    let guard = session.lock("scope/a").acquire().await.unwrap();
+
+    // Work that runs under the lock and would never end by itself. Every
+    // node frozen: no keep-alive is acknowledged, so the lock is lost by
+    // the local deadline while this process runs on.
+    let last_tick = std::sync::Mutex::new(Instant::now());
+    let work = async {
+        loop {
+            *last_tick.lock().unwrap() = Instant::now();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    for id in 1..=3 {
+        cluster.pause(id);
+    }
+    let frozen = Instant::now();
+    let outcome = tokio::time::timeout(ttl + Duration::from_secs(1), guard.run(work))
+        .await
+        .expect("the scope ends once the lock is lost");
+    let stopped = Instant::now();
+    for id in 1..=3 {
+        cluster.resume(id);
+    }
+    assert!(matches!(outcome, Err(Error::SessionLost(_))), "{outcome:?}");
+    assert!(!guard.is_valid());
+    // Stopped before the leader could expire the session (it saw the last
+    // renewal no later than the freeze), and the work did not run after.
+    assert!(
+        stopped - frozen < ttl,
+        "stopped {:?} after the freeze",
+        stopped - frozen
+    );
+    assert!(*last_tick.lock().unwrap() <= stopped);
+
+    // A scope whose work ends first returns its output.
+    let s2 = client.session(Duration::from_secs(5)).await.unwrap();
+    let g2 = s2.lock("scope/b").acquire().await.unwrap();
+    assert_eq!(g2.run(async { 7 }).await.unwrap(), 7);
+    g2.release().await.unwrap();
+}
+
+#[tokio::test]
 async fn lost_fires_when_the_lease_lapses_and_dropped_guards_are_released() {
     let mut cluster = Cluster::start(3).await;
     let client = cluster.client().await;
@@ -278,4 +325,27 @@ async fn default_waits_fit_the_clusters_advertised_limit() {
         waited >= Duration::from_millis(4500) && waited < Duration::from_secs(15),
         "waited {waited:?} for a 5 s limit"
     );
+}
+
+#[tokio::test]
+async fn closing_the_client_releases_its_sessions_locks_at_once() {
+    let cluster = Cluster::start(3).await;
+    let other = cluster.client().await;
+    let watcher = other.session(Duration::from_secs(30)).await.unwrap();
+    let client = cluster.client().await;
+    let session = client.session(Duration::from_secs(30)).await.unwrap();
+    let guard = session.lock("close/held").acquire().await.unwrap();
+    client.close().await;
+    assert!(matches!(session.lost().await, Error::SessionGone(_)));
+    assert!(!guard.is_valid());
+    // Granted to the next caller at once, not after the 30 s TTL.
+    let started = Instant::now();
+    let next = watcher
+        .lock("close/held")
+        .timeout(Duration::from_secs(3))
+        .acquire()
+        .await
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(3));
+    next.release().await.unwrap();
 }

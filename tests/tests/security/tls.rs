@@ -54,6 +54,47 @@ async fn tls_cluster_works_end_to_end_and_peers_refuse_a_foreign_ca() {
     g.release().await.unwrap();
     s.close().await.unwrap();
 
+    // The CLI's environment variables, read by the library: https://
+    // endpoints, the CA, the client certificate and a client name.
+    let file = |name: &str| ours.join(name).display().to_string();
+    let vars = std::collections::HashMap::from([
+        (
+            "RAFTLOCK_ENDPOINTS",
+            cluster
+                .endpoints()
+                .iter()
+                .map(|e| format!("https://{e}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        ("RAFTLOCK_CACERT", file("ca.pem")),
+        ("RAFTLOCK_CERT", file("ops.pem")),
+        ("RAFTLOCK_KEY", file("ops-key.pem")),
+        ("RAFTLOCK_CLIENT_NAME", "from-env".to_string()),
+    ]);
+    let (endpoints, options) = Options::from_vars(|name| vars.get(name).cloned()).unwrap();
+    let c = Client::connect_with(endpoints, options).await.unwrap();
+    let s = c.session(Duration::from_secs(5)).await.unwrap();
+    let g = s.lock("tls/from-env").acquire().await.unwrap();
+    let info = c.describe("tls/from-env").await.unwrap();
+    assert_eq!(
+        info.session(s.id()).map(|i| i.client_name.as_str()),
+        Some("from-env"),
+        "{info:?}"
+    );
+    g.release().await.unwrap();
+    s.close().await.unwrap();
+    // Without the CA, https:// endpoints are refused before any connection.
+    let no_ca = |name: &str| {
+        (name != "RAFTLOCK_CACERT")
+            .then(|| vars.get(name).cloned())
+            .flatten()
+    };
+    assert!(matches!(
+        Options::from_vars(no_ca),
+        Err(raftlock_client::Error::Tls(m)) if m.contains("RAFTLOCK_CACERT")
+    ));
+
     // The HTTP/JSON API on the same TLS port, over HTTP/1.1 and HTTP/2
     // (ALPN offers both), with a token and with the client certificate.
     let leader = cluster.wait_for_leader(Duration::from_secs(10)).await;
