@@ -396,3 +396,51 @@ async def test_a_cancelled_wait_leaves_the_queue_and_the_next_live_waiter_is_gra
         d = await client.describe("cancel/py")
         assert [h.session_id for h in d.holders] == [c.id] and got.token == d.holders[0].token
         assert d.waiters == []
+
+
+async def test_a_lost_lock_cancels_its_scope_before_anyone_else_can_hold_it(cluster: Cluster) -> None:
+    # Every node paused: no keep-alive is acknowledged, so the session's
+    # local deadline passes while this process runs on.
+    ticks: list[float] = []
+    ttl = 2.0
+    async with raftlock.Client(cluster.endpoints) as client:
+        session = await client.session(ttl=ttl)
+        paused = False
+        try:
+            with pytest.raises(raftlock.LockLost) as lost:
+                async with session.lock("scope/a", timeout=5, cancel_on_lost=True) as g:
+                    for p in cluster.procs.values():
+                        p.send_signal(signal.SIGSTOP)
+                    paused = True
+                    paused_at = time.monotonic()
+                    while True:
+                        ticks.append(time.monotonic())
+                        await asyncio.sleep(0.01)
+            stopped = time.monotonic()
+            deadline = g.valid_until
+        finally:
+            if paused:
+                for p in cluster.procs.values():
+                    p.send_signal(signal.SIGCONT)
+        assert isinstance(lost.value.__cause__, raftlock.SessionLost), lost.value
+        assert not g.valid
+    # The body ran until the guard's deadline and no further (a scheduling
+    # delay aside), and that is before the leader could expire the session:
+    # it saw the session's last renewal no later than the pause.
+    assert ticks and ticks[-1] <= deadline + 0.05, (ticks[-1] - deadline)
+    assert stopped - paused_at < ttl, f"stopped {stopped - paused_at:.3f} s after the pause"
+    assert stopped >= deadline - 0.05, "cancelled before the lock was lost"
+
+
+async def test_a_scope_whose_lock_outlives_it_ends_normally(cluster: Cluster) -> None:
+    async with raftlock.Client(cluster.endpoints) as client:
+        async with await client.session(ttl=5) as session:
+            async with session.lock("scope/b", timeout=5, cancel_on_lost=True) as g:
+                await asyncio.sleep(0.1)
+                token = g.token
+            assert not await client.validate("scope/b", token)
+            # Released inside the block: a later loss of the session is not
+            # this block's business.
+            async with session.lock("scope/b", timeout=5, cancel_on_lost=True) as g2:
+                await g2.release()
+                await asyncio.sleep(0.05)

@@ -130,3 +130,33 @@ async def test_rights_and_limits_per_identity(tmp_path: Path) -> None:
             assert limit.value.reason == "LIMIT_EXCEEDED"
     finally:
         cluster.close()
+
+
+async def test_from_env_reads_what_the_cli_reads(secure: dict[str, str]) -> None:
+    env = {k: v for k, v in secure.items() if k.startswith("RAFTLOCK_")}
+    env["RAFTLOCK_CLIENT_NAME"] = "from-env-test"
+    async with raftlock.Client.from_env(env) as c:
+        assert c.client_name == "from-env-test"
+        async with await c.session(ttl=5) as s:
+            async with s.lock("team-a/from-env", timeout=5) as g:
+                assert await c.validate("team-a/from-env", g.token)
+    with raftlock.sync.Client.from_env(env) as sc:
+        with sc.session(ttl=5) as ss:
+            with ss.lock("team-a/from-env-sync", timeout=5) as sg:
+                assert sc.validate("team-a/from-env-sync", sg.token)
+    # Without the token the same variables reach the cluster, which refuses.
+    async with raftlock.Client.from_env({**env, "RAFTLOCK_AUTH_TOKEN": ""}) as anonymous:
+        with pytest.raises(errors.Unauthenticated):
+            await anonymous.session(ttl=5)
+
+
+def test_from_env_refuses_what_it_cannot_use(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.pem")
+    with pytest.raises(errors.InvalidArgument, match="RAFTLOCK_CACERT=.*missing.pem"):
+        raftlock.Client.from_env({"RAFTLOCK_CACERT": missing})
+    pem = tmp_path / "client.pem"
+    pem.write_bytes(b"-----BEGIN CERTIFICATE-----\n")
+    with pytest.raises(errors.InvalidArgument, match="RAFTLOCK_KEY"):
+        raftlock.Client.from_env({"RAFTLOCK_CERT": str(pem)})
+    # Nothing set: the CLI's default endpoint.
+    assert raftlock.Client.from_env({})._endpoints == ["127.0.0.1:7000"]

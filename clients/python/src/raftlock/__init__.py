@@ -27,6 +27,7 @@ from .aio import (
 from .errors import (
     AlreadyHeld,
     HoldExpired,
+    LockLost,
     InvalidArgument,
     LimitConflict,
     LimitExceeded,
@@ -67,6 +68,7 @@ __all__ = [
     "Outcome",
     "AlreadyHeld",
     "HoldExpired",
+    "LockLost",
     "InvalidArgument",
     "LimitConflict",
     "LimitExceeded",

@@ -26,13 +26,14 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Generator, Awaitable, Callable, Optional, Sequence, TypeVar, Union
+from typing import Any, AsyncIterator, Generator, Awaitable, Callable, Mapping, Optional, Sequence, TypeVar, Union
 
 import grpc
 
 from . import errors
 from .errors import (
     HoldExpired,
+    LockLost,
     LockTimeout,
     RaftlockError,
     SessionGone,
@@ -69,10 +70,14 @@ def safety_margin(ttl: float) -> float:
 
 @dataclass(frozen=True)
 class Tls:
-    """TLS settings: the CA that signed the nodes' certificates (PEM bytes),
-    and optionally this client's certificate and key for mTLS."""
+    """TLS settings: the CA that signed the nodes' certificates (PEM bytes;
+    ``None``: the system's roots), and optionally this client's certificate
+    and key for mTLS.
 
-    ca: bytes
+    >>> tls = Tls(ca=open("ca.pem", "rb").read())  # doctest: +SKIP
+    """
+
+    ca: Optional[bytes] = None
     cert: Optional[bytes] = None
     key: Optional[bytes] = None
 
@@ -166,6 +171,46 @@ def _endpoints(endpoints: Union[str, Sequence[str]], tls: Optional["Tls"]) -> li
     return out
 
 
+#: The environment variables :meth:`Client.from_env` reads: the raftlock
+#: CLI's (and the Go client's ``FromEnv``).
+ENV_ENDPOINTS = "RAFTLOCK_ENDPOINTS"
+ENV_CACERT = "RAFTLOCK_CACERT"
+ENV_CERT = "RAFTLOCK_CERT"
+ENV_KEY = "RAFTLOCK_KEY"
+ENV_AUTH_TOKEN = "RAFTLOCK_AUTH_TOKEN"
+ENV_CLIENT_NAME = "RAFTLOCK_CLIENT_NAME"
+
+
+def _settings_from_env(environ: Mapping[str, str]) -> tuple[str, Optional[Tls], Optional[str], Optional[str]]:
+    """Endpoints, TLS, token and client name as the CLI reads them."""
+    endpoints = environ.get(ENV_ENDPOINTS, "").strip() or "127.0.0.1:7000"
+
+    def read(var: str) -> Optional[bytes]:
+        path = environ.get(var, "").strip()
+        if not path:
+            return None
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError as e:
+            raise errors.InvalidArgument(f"{var}={path}: {e.strerror or e}") from None
+
+    ca, cert, key = read(ENV_CACERT), read(ENV_CERT), read(ENV_KEY)
+    if (cert is None) != (key is None):
+        raise errors.InvalidArgument(f"{ENV_CERT} and {ENV_KEY} go together: set both or neither")
+    tls = None
+    if ca is not None or cert is not None or "https://" in endpoints:
+        tls = Tls(ca=ca, cert=cert, key=key)
+        # The CLI's http:// is not a choice against TLS once a CA is given.
+        endpoints = endpoints.replace("http://", "https://")
+    return (
+        endpoints,
+        tls,
+        environ.get(ENV_AUTH_TOKEN) or None,
+        environ.get(ENV_CLIENT_NAME) or None,
+    )
+
+
 def _retryable(e: grpc.RpcError) -> bool:
     code = e.code()
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNKNOWN, grpc.StatusCode.CANCELLED):
@@ -228,6 +273,41 @@ class Client:
         self._keepalive = _KeepAlives(self)
         self._closed = False
         self._token_leases: weakref.WeakSet[TokenLease] = weakref.WeakSet()
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Optional[Mapping[str, str]] = None,
+        *,
+        deadline: float = 15.0,
+        attempt_timeout: float = 6.0,
+        interceptors: Optional[Sequence[grpc.aio.ClientInterceptor]] = None,
+        pipeline: bool = True,
+    ) -> "Client":
+        """A client set up as the ``raftlock`` CLI would be, from
+        ``os.environ`` (or ``environ``): ``RAFTLOCK_ENDPOINTS`` (default
+        ``127.0.0.1:7000``; ``host:port`` or ``http(s)://host:port``,
+        comma-separated), ``RAFTLOCK_CACERT`` (a PEM file; turns TLS on, as
+        an ``https://`` endpoint does with the system's roots),
+        ``RAFTLOCK_CERT`` and ``RAFTLOCK_KEY`` (this client's certificate
+        and key), ``RAFTLOCK_AUTH_TOKEN`` and ``RAFTLOCK_CLIENT_NAME``. A
+        file that cannot be read raises :class:`raftlock.InvalidArgument`
+        naming the variable.
+
+        >>> async with raftlock.Client.from_env() as client:  # doctest: +SKIP
+        ...     session = await client.session(ttl=10)
+        """
+        endpoints, tls, token, client_name = _settings_from_env(os.environ if environ is None else environ)
+        return cls(
+            endpoints,
+            tls=tls,
+            token=token,
+            deadline=deadline,
+            attempt_timeout=attempt_timeout,
+            client_name=client_name,
+            interceptors=interceptors,
+            pipeline=pipeline,
+        )
 
     async def __aenter__(self) -> "Client":
         return self
@@ -648,6 +728,7 @@ class Session:
         count: int = 0,
         max_hold: Optional[float] = None,
         lock_delay: float = 0.0,
+        cancel_on_lost: bool = False,
     ) -> "LockRequest":
         """A lock request: ``async with session.lock(name, timeout=5) as g``
         waits in the server's FIFO queue up to ``timeout`` seconds (raising
@@ -665,9 +746,20 @@ class Session:
         its default for the name's prefix; the guard knows either way.
         ``lock_delay`` (seconds, at most 60; exclusive locks): if the hold
         ends without a release (the session expires, it is force-released,
-        its cap runs out), nobody is granted the lock for that long."""
+        its cap runs out), nobody is granted the lock for that long.
+
+        ``cancel_on_lost=True`` scopes the ``async with`` block to the lock:
+        when the guard is lost while the block runs (by the same deadline as
+        ``guard.valid``, before anyone else can be granted the lock), the
+        block's task is cancelled and :class:`~raftlock.errors.LockLost`
+        raised out of the block in place of the cancellation::
+
+            async with session.lock("reports/daily", cancel_on_lost=True) as g:
+                await write_report(fencing_token=g.token)
+        """
         return LockRequest(
-            self, name, timeout, shared, permits, metadata, count, max_hold, lock_delay
+            self, name, timeout, shared, permits, metadata, count, max_hold, lock_delay,
+            cancel_on_lost,
         )
 
     async def try_lock(
@@ -788,9 +880,12 @@ class LockRequest:
         count: int = 0,
         max_hold: Optional[float] = None,
         lock_delay: float = 0.0,
+        cancel_on_lost: bool = False,
     ) -> None:
         self.session = session
         self.name = name
+        self.cancel_on_lost = cancel_on_lost
+        self._scope: Optional[_LostScope] = None
         self.timeout = timeout
         # A semaphore's permits are shared, and so are several at once.
         self.shared = shared or permits > 0 or count > 0
@@ -806,9 +901,27 @@ class LockRequest:
 
     async def __aenter__(self) -> "Guard":
         self._guard = await self._acquire_or_raise()
+        task = asyncio.current_task()
+        if self.cancel_on_lost and task is not None:
+            self._scope = _LostScope(self._guard, task)
         return self._guard
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(
+        self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException], tb: object
+    ) -> None:
+        scope, self._scope = self._scope, None
+        lost = scope.close() if scope is not None else None
+        if lost is not None and exc_type is not None and issubclass(exc_type, asyncio.CancelledError):
+            # The cancellation was this scope's: the caller sees why.
+            task = asyncio.current_task()
+            uncancel = getattr(task, "uncancel", None)  # Python 3.11+
+            if uncancel is not None:
+                uncancel()
+            if self._guard is not None:
+                await self._guard.release()
+            raise LockLost(
+                f"lock {self.name!r} was lost while its block ran: {lost}", lost.reason, lost.code
+            ) from lost
         if self._guard is not None:
             await self._guard.release()
 
@@ -888,6 +1001,28 @@ class LockRequest:
         if not r.acquired:
             return None
         return Guard(s, Grant._from(r.grant), sent)
+
+
+class _LostScope:
+    """Cancels ``task`` when ``guard`` is lost, until closed."""
+
+    def __init__(self, guard: "Guard", task: "asyncio.Task[Any]") -> None:
+        self.lost: Optional[RaftlockError] = None
+        self._task = task
+        self._watch = asyncio.ensure_future(self._run(guard))
+
+    async def _run(self, guard: "Guard") -> None:
+        reason = await guard.lost()
+        if guard._released:
+            return
+        self.lost = reason
+        self._task.cancel()
+
+    def close(self) -> Optional[RaftlockError]:
+        """Stops watching; why the lock was lost, if the task was cancelled
+        for it."""
+        self._watch.cancel()
+        return self.lost
 
 
 class Guard:

@@ -62,6 +62,14 @@ class HoldExpired(SessionLost):
     stopping on a lost session stops on this too."""
 
 
+class LockLost(SessionLost):
+    """Raised out of ``async with session.lock(name, cancel_on_lost=True)``
+    when the block was cancelled because the lock was lost (its session
+    lost, or its hold cap run out) while the block ran. Its ``__cause__`` is
+    why the lock was lost. A :class:`SessionLost`, so that code stopping on
+    a lost session stops on this too."""
+
+
 class LockTimeout(RaftlockError):
     """A wait for a lock (or an election) timed out without a grant."""
 

@@ -14,9 +14,10 @@ Example (against ``raftlockd dev``)::
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from concurrent.futures import Future
-from typing import Any, Callable, Coroutine, Iterator, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Coroutine, Iterator, Mapping, Optional, Sequence, TypeVar, Union
 
 from . import aio
 from .aio import Admission, Description, Grant, LimitInfo, Tls, Waiter
@@ -93,6 +94,17 @@ class Client:
             return aio.Client(endpoints, tls=tls, token=token, deadline=deadline, client_name=client_name)
 
         self._inner = self._loop.run(make())
+
+    @classmethod
+    def from_env(cls, environ: Optional[Mapping[str, str]] = None, *, deadline: float = 15.0) -> "Client":
+        """A client set up as the ``raftlock`` CLI would be, from the same
+        environment variables (see :meth:`raftlock.aio.Client.from_env`).
+
+        >>> with raftlock.sync.Client.from_env() as client:  # doctest: +SKIP
+        ...     session = client.session(ttl=10)
+        """
+        endpoints, tls, token, client_name = aio._settings_from_env(os.environ if environ is None else environ)
+        return cls(endpoints, tls=tls, token=token, deadline=deadline, client_name=client_name)
 
     def __enter__(self) -> "Client":
         return self

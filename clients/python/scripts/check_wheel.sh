@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# What a user of the package gets: builds the sdist and the wheel, checks
+# them with twine, installs the wheel alone into a clean virtual environment
+# and runs the README's first example there against a local `raftlockd dev`
+# cluster.
+#
+#   BUILDER=target/pyenv/bin/python clients/python/scripts/check_wheel.sh
+#
+# BUILDER is a Python with `build` and `twine` installed; RAFTLOCKD the
+# server binary (default: the workspace's target/debug/raftlockd).
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$here/../.." && pwd)"
+builder="${BUILDER:-python3}"
+raftlockd="${RAFTLOCKD:-$root/target/debug/raftlockd}"
+work="$(mktemp -d)"
+dev=""
+cleanup() {
+  if [ -n "$dev" ]; then
+    kill -INT "$dev" 2>/dev/null || true
+    wait "$dev" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$builder" -m build -o "$work/dist" "$here" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+"$builder" -m twine check --strict "$work"/dist/*
+python3 -m venv "$work/venv"
+"$work/venv/bin/pip" install -q "$work"/dist/*.whl
+
+# The README's first python block, as a user would paste it.
+awk '/^```python$/ && !done { inside = 1; next } inside && /^```$/ { done = 1; inside = 0 } inside' \
+  "$here/README.md" >"$work/example.py"
+
+"$raftlockd" dev >"$work/dev.log" 2>&1 &
+dev=$!
+for _ in $(seq 150); do
+  grep -q '^RAFTLOCK_ENDPOINTS=' "$work/dev.log" && break
+  sleep 0.2
+done
+endpoints="$(sed -n 's/^RAFTLOCK_ENDPOINTS=//p' "$work/dev.log")"
+[ -n "$endpoints" ] || { cat "$work/dev.log"; exit 1; }
+# Run from the temp dir, so only the installed wheel can be imported.
+out="$(cd "$work" && RAFTLOCK_ENDPOINTS="$endpoints" timeout 60 "$work/venv/bin/python" example.py)"
+echo "$out"
+grep -q "settling under fencing token [1-9]" <<<"$out"
+echo "the wheel installs into a clean virtual environment and runs the README example"
