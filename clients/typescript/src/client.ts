@@ -5,6 +5,7 @@
  */
 
 import { hostname } from "node:os";
+import { readFileSync } from "node:fs";
 import { Grant, GrantJson, LockMode, b64, grantFrom, newRequestId, num, toU64, u64, unb64 } from "./codec";
 import { ClientClosed, InvalidArgument } from "./errors";
 import { Observation } from "./election";
@@ -205,6 +206,31 @@ function resolve(o: ClientOptions): ResolvedOptions {
   };
 }
 
+/** The endpoints and options the CLI's environment variables give. */
+function optionsFromEnv(env: Readonly<Record<string, string | undefined>>): { endpoints: string; fromEnv: ClientOptions } {
+  const endpoints = env.RAFTLOCK_ENDPOINTS?.trim() || "127.0.0.1:7000";
+  const read = (name: string): string | undefined => {
+    const path = env[name]?.trim();
+    if (!path) return undefined;
+    try {
+      return readFileSync(path, "utf8");
+    } catch (e) {
+      throw new InvalidArgument(`${name}=${path}: ${(e as Error).message}`, { code: "INVALID_ARGUMENT" });
+    }
+  };
+  const ca = read("RAFTLOCK_CACERT");
+  const cert = read("RAFTLOCK_CERT");
+  const key = read("RAFTLOCK_KEY");
+  if ((cert === undefined) !== (key === undefined)) {
+    throw new InvalidArgument("RAFTLOCK_CERT and RAFTLOCK_KEY go together: set both or neither", { code: "INVALID_ARGUMENT" });
+  }
+  const fromEnv: ClientOptions = {};
+  if (ca !== undefined || cert !== undefined || endpoints.includes("https://")) fromEnv.tls = { ca, cert, key };
+  if (env.RAFTLOCK_AUTH_TOKEN) fromEnv.token = env.RAFTLOCK_AUTH_TOKEN;
+  if (env.RAFTLOCK_CLIENT_NAME) fromEnv.clientName = env.RAFTLOCK_CLIENT_NAME;
+  return { endpoints, fromEnv };
+}
+
 /**
  * A handle to a raftlock cluster. It finds the leader itself (following a
  * follower's `leader` hint), retries what carries no verdict (no leader, no
@@ -255,6 +281,27 @@ export class Client {
       throw e;
     }
     return client;
+  }
+
+  /**
+   * Connects as the `raftlock` CLI would, from the same environment
+   * variables: `RAFTLOCK_ENDPOINTS` (default `127.0.0.1:7000`; `host:port`
+   * or `http(s)://host:port`, comma-separated), `RAFTLOCK_CACERT` (a PEM
+   * file; turns TLS on, as an `https://` endpoint does with the system's
+   * roots), `RAFTLOCK_CERT` and `RAFTLOCK_KEY` (this client's certificate
+   * and key), `RAFTLOCK_AUTH_TOKEN` and `RAFTLOCK_CLIENT_NAME`. `options`
+   * adds to or overrides what they say. A file that cannot be read is an
+   * `InvalidArgument` naming its variable.
+   *
+   * @example
+   * ```ts
+   * const client = await Client.fromEnv();
+   * const session = await client.session({ ttlMs: 10_000 });
+   * ```
+   */
+  static async fromEnv(env: Readonly<Record<string, string | undefined>> = process.env, options: ClientOptions = {}): Promise<Client> {
+    const { endpoints, fromEnv } = optionsFromEnv(env);
+    return Client.connect(endpoints, { ...fromEnv, ...options });
   }
 
   /**

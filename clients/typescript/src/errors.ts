@@ -254,6 +254,20 @@ export class SessionGone extends SessionLost {}
 export class HoldExpired extends SessionLost {}
 
 /**
+ * {@link withLock} rejects with this when the lock was lost (its session
+ * lost, or its hold cap run out) while its function ran; `cause` is why.
+ * The function's `signal` was aborted at the same moment. A
+ * {@link SessionLost}, so that code stopping on a lost session stops on
+ * this too.
+ *
+ * @example
+ * ```ts
+ * try { await withLock(session, "reports/daily", work); } catch (e) { if (e instanceof LockLost) console.log("lost:", e.cause); }
+ * ```
+ */
+export class LockLost extends SessionLost {}
+
+/**
  * A wait for a lock or a leadership ended without it.
  *
  * @example

@@ -35,6 +35,7 @@ export {
   ClientClosed,
   HoldExpired,
   InternalError,
+  LockLost,
   InvalidArgument,
   InvalidName,
   LimitConflict,

@@ -20,9 +20,11 @@ import {
   Interceptor,
   InvalidName,
   LockGuard,
+  LockLost,
   NotHolder,
   PermitsMismatch,
   SessionGone,
+  SessionLost,
   StaleToken,
   TtlOutOfRange,
   Unavailable,
@@ -30,7 +32,7 @@ import {
   safetyMargin,
   withLock,
 } from "../src";
-import { TestCluster, eventually, exited, sleep, track, within } from "./cluster";
+import { TestCluster, eventually, exited, sleep, track, withCluster, within } from "./cluster";
 
 const HOLDER = path.join(__dirname, "helpers", "holder.js");
 
@@ -383,3 +385,51 @@ async function rawPost(cluster: TestCluster, path: string, body: unknown): Promi
     req.end(payload);
   });
 }
+
+test("withLock aborts its function and rejects with LockLost when the lock is lost, before anyone else can hold it", { timeout: 90_000 }, () =>
+  withCluster(async (cluster) => {
+    const client = await Client.connect(cluster.endpoints);
+    try {
+      const session = await client.session({ ttlMs: 2_000 });
+      const ticks: number[] = [];
+      let pausedAt = 0;
+      let deadline = 0;
+      let abortedAt = 0;
+      let paused = false;
+      let settledAt = 0;
+      try {
+        await assert.rejects(
+          withLock(session, "scope/a", async (guard, signal) => {
+            // Every node paused: no keep-alive is acknowledged, so the
+            // session's local deadline passes while this process runs on.
+            for (const p of cluster.procs.values()) p.kill("SIGSTOP");
+            paused = true;
+            pausedAt = performance.now();
+            signal.addEventListener("abort", () => {
+              abortedAt = performance.now();
+              deadline = guard.validUntil;
+            });
+            while (!signal.aborted) {
+              ticks.push(performance.now());
+              await new Promise((r) => setTimeout(r, 10));
+            }
+          }),
+          (e: unknown) => {
+            settledAt = performance.now();
+            return e instanceof LockLost && e.cause instanceof SessionLost;
+          },
+        );
+      } finally {
+        if (paused) for (const p of cluster.procs.values()) p.kill("SIGCONT");
+      }
+      // Aborted at the guard's deadline (a timer's delay aside), which is
+      // before the leader could expire the session.
+      assert.ok(abortedAt >= deadline - 50, `aborted ${deadline - abortedAt} ms before the deadline`);
+      assert.ok(abortedAt <= deadline + 50, `aborted ${abortedAt - deadline} ms after the deadline`);
+      assert.ok(settledAt - pausedAt < 2_000, `rejected ${settledAt - pausedAt} ms after the pause`);
+      assert.ok(ticks.length > 0 && ticks[ticks.length - 1]! <= deadline + 50);
+    } finally {
+      await client.close();
+    }
+  }),
+);

@@ -60,6 +60,27 @@ test("TLS with a private CA, a bearer token or a client certificate", { timeout:
       await byCert.close();
     }
 
+    // The variables `raftlockd dev` printed, read as the CLI reads them.
+    const fromEnv = await Client.fromEnv({
+      RAFTLOCK_ENDPOINTS: endpoints,
+      RAFTLOCK_CACERT: found.RAFTLOCK_CACERT,
+      RAFTLOCK_AUTH_TOKEN: found.RAFTLOCK_AUTH_TOKEN,
+      RAFTLOCK_CLIENT_NAME: "from-env-test",
+    });
+    try {
+      assert.equal(fromEnv.options.clientName, "from-env-test");
+      const s = await fromEnv.session({ ttlMs: 5_000 });
+      const g = await s.lock("team-a/from-env", { timeoutMs: 5_000 });
+      assert.ok((await fromEnv.validate("team-a/from-env", g.token)).valid);
+      await g.release();
+    } finally {
+      await fromEnv.close();
+    }
+    await assert.rejects(
+      Client.fromEnv({ RAFTLOCK_ENDPOINTS: endpoints, RAFTLOCK_CACERT: found.RAFTLOCK_CACERT }, { deadlineMs: 5_000 }),
+      (e: unknown) => e instanceof Unauthenticated,
+    );
+
     await assert.rejects(Client.connect(endpoints, { tls: { ca }, deadlineMs: 5_000 }), (e: unknown) => e instanceof Unauthenticated);
   } finally {
     // Ctrl-C: the dev launcher stops its nodes and deletes their data.

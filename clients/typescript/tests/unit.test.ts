@@ -84,3 +84,14 @@ test("a dead cluster is Unavailable within the deadline; a bad endpoint is refus
   await assert.rejects(Client.connect(["no-port-here"]), (e: unknown) => e instanceof InvalidArgument);
   await assert.rejects(Client.connect([]), (e: unknown) => e instanceof InvalidArgument);
 });
+
+test("fromEnv refuses what it cannot use, naming the variable", async () => {
+  await assert.rejects(
+    Client.fromEnv({ RAFTLOCK_CACERT: "/nonexistent/ca.pem" }),
+    (e: unknown) => e instanceof InvalidArgument && /RAFTLOCK_CACERT=\/nonexistent\/ca\.pem/.test(e.message),
+  );
+  await assert.rejects(
+    Client.fromEnv({ RAFTLOCK_CERT: "/nonexistent/client.pem" }),
+    (e: unknown) => e instanceof InvalidArgument && /RAFTLOCK_CERT/.test(e.message),
+  );
+});
