@@ -2,7 +2,8 @@
 //! services does (sessions that end and start again, short locks, waits
 //! given up at random, campaigns, rate-limit takes, watch streams), with
 //! leadership moved every 30 s. The bench itself fails when a node's memory
-//! grows between minute 1 and minute 2 by more than 10 %, or when
+//! at minute 2 is more than 10 % above that of a node in the same role
+//! (leader or follower) at minute 1, or when
 //! descriptors, runtime tasks, sessions, waiters, recorded answers or
 //! registered waits are not back to their count before the load (after a
 //! 30-second warm-up of it) once it stops; this checks that it passed and that the load did what it says.
