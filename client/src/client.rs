@@ -158,7 +158,9 @@ impl Client {
         Ok(LockInfo::from(resp.into_inner()))
     }
 
-    /// Locks whose names start with `prefix`, in name order (all pages).
+    /// Locks whose names start with `prefix`, in name order (all pages): those
+    /// held or waited for, and the semaphores whose size `resize` set, held
+    /// or not (`resized`, with their `permits`).
     ///
     /// ```no_run
     /// # async fn f(client: raftlock_client::Client) -> Result<(), raftlock_client::Error> {

@@ -239,13 +239,13 @@ impl From<pb::LockSummary> for LockInfo {
     fn from(l: pb::LockSummary) -> Self {
         LockInfo {
             name: l.name,
-            permits: 0,
+            permits: l.permits,
             holders: l.holders.into_iter().map(Grant::from).collect(),
             waiters: vec![],
             waiter_count: l.waiters as usize,
             sessions: l.sessions.into_iter().map(SessionInfo::from).collect(),
             lock_delay_ms: l.lock_delay_ms,
-            resized: false,
+            resized: l.resized,
         }
     }
 }

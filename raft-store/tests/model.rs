@@ -1098,6 +1098,25 @@ fn check(
     let names: Vec<&str> = m.locks().map(|(n, _)| n).collect();
     let model_names: Vec<&str> = model.locks.keys().map(|s| s.as_str()).collect();
     prop_assert_eq!(names, model_names);
+    // A listing shows every lock held or waited for and every sized
+    // semaphore, once each, in name order, with the size that rules it.
+    let listed: Vec<(String, bool, usize)> = m
+        .list("", "", usize::MAX)
+        .into_iter()
+        .map(|l| (l.name, l.resized, l.holders.len()))
+        .collect();
+    let model_listed: Vec<(String, bool, usize)> = model
+        .locks
+        .keys()
+        .chain(model.sizes.keys())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .map(|n| {
+            let holders = model.locks.get(n).map_or(0, |l| l.holders.len());
+            (n.clone(), model.sizes.contains_key(n), holders)
+        })
+        .collect();
+    prop_assert_eq!(listed, model_listed, "list()");
     for (name, l) in m.locks() {
         let ml = &model.locks[name];
         let holders: Vec<(u64, Mode, u64, Terms)> = l

@@ -309,6 +309,8 @@ pub fn summary(l: &LockSummary, page: &ListPage) -> pb::LockSummary {
             .map(session_info)
             .collect(),
         lock_delay_ms: l.lock_delay_ms.unwrap_or(0),
+        permits: l.permits.unwrap_or(0),
+        resized: l.resized,
     }
 }
 

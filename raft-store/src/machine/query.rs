@@ -20,11 +20,16 @@ pub struct LockView {
     pub lock_delay_ms: Option<u64>,
 }
 
-/// One lock of a listing.
+/// One lock of a listing: a name somebody holds or waits for, or a
+/// semaphore whose size `Resize` set (which exists, held or not).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockSummary {
     /// Lock name.
     pub name: String,
+    /// Shared capacity: the size `Resize` set, else the holders' if fixed.
+    pub permits: Option<u32>,
+    /// `permits` was set by `Resize`.
+    pub resized: bool,
     /// Holders in grant order.
     pub holders: Vec<Grant>,
     /// Queue length.
@@ -66,24 +71,54 @@ impl LeaseMachine {
     }
 
     /// Up to `limit` locks whose names start with `prefix`, after `after`
-    /// (exclusive), in name order.
+    /// (exclusive), in name order: those held or waited for and the
+    /// semaphores with a size, so that a sized semaphore nobody holds (a
+    /// group with no members, say) can be found.
     pub fn list(&self, prefix: &str, after: &str, limit: usize) -> Vec<LockSummary> {
         let start = if after.is_empty() || after < prefix {
             Bound::Included(prefix.to_owned())
         } else {
             Bound::Excluded(after.to_owned())
         };
-        self.locks
+        let in_prefix = |name: &&String| name.starts_with(prefix);
+        let mut held = self
+            .locks
+            .range((start.clone(), Bound::Unbounded))
+            .map(|(n, _)| n)
+            .take_while(in_prefix)
+            .peekable();
+        let mut sized = self
+            .sizes
             .range((start, Bound::Unbounded))
-            .take_while(|(name, _)| name.starts_with(prefix))
-            .take(limit)
-            .map(|(name, l)| LockSummary {
+            .map(|(n, _)| n)
+            .take_while(in_prefix)
+            .peekable();
+        let mut out = Vec::new();
+        while out.len() < limit {
+            // Merge the two name-ordered walks, each name once.
+            let name = match (held.peek(), sized.peek()) {
+                (None, None) => break,
+                (Some(h), Some(z)) if h == z => {
+                    sized.next();
+                    held.next()
+                }
+                (Some(h), Some(z)) if z < h => sized.next(),
+                (Some(_), _) => held.next(),
+                (None, Some(_)) => sized.next(),
+            };
+            let Some(name) = name else { break };
+            let lock = self.locks.get(name);
+            let size = self.sizes.get(name).copied();
+            out.push(LockSummary {
                 name: name.clone(),
-                holders: l.holders.clone(),
-                waiters: l.waiters.len(),
+                permits: size.or_else(|| lock.and_then(|l| l.permits)),
+                resized: size.is_some(),
+                holders: lock.map(|l| l.holders.clone()).unwrap_or_default(),
+                waiters: lock.map_or(0, |l| l.waiters.len()),
                 lock_delay_ms: self.delayed.get(name).map(|d| d.ms),
-            })
-            .collect()
+            });
+        }
+        out
     }
 
     /// Whether `token` is held by a current holder of `name`.

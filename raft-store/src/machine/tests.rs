@@ -500,6 +500,37 @@ mod queries {
     }
 
     #[test]
+    fn list_shows_a_sized_semaphore_nobody_holds_once() {
+        let names = |v: Vec<LockSummary>| v.into_iter().map(|l| l.name).collect::<Vec<_>>();
+        let mut log = Log::new();
+        let s = log.session();
+        granted(&log.acquire(s, "g/held", 1, None));
+        let resize = |log: &mut Log, name: &str, permits: u32| {
+            log.apply(Command::Resize {
+                name: name.into(),
+                permits,
+            })
+        };
+        resize(&mut log, "g/empty", 5);
+        resize(&mut log, "g/held", 3);
+        let listed = log.m.list("g/", "", 10);
+        let shown: Vec<_> = listed
+            .iter()
+            .map(|l| (l.name.as_str(), l.permits, l.resized, l.holders.len()))
+            .collect();
+        assert_eq!(
+            shown,
+            [("g/empty", Some(5), true, 0), ("g/held", Some(3), true, 1)]
+        );
+        // Paging goes through both kinds of names in one order.
+        assert_eq!(names(log.m.list("g/", "", 1)), ["g/empty"]);
+        assert_eq!(names(log.m.list("g/", "g/empty", 1)), ["g/held"]);
+        // Forgetting the size removes the unheld name from the listing.
+        resize(&mut log, "g/empty", 0);
+        assert_eq!(names(log.m.list("g/", "", 10)), ["g/held"]);
+    }
+
+    #[test]
     fn snapshot_round_trips_and_rejects_newer_versions() {
         let mut log = Log::new();
         let (a, b) = (log.session(), log.session());

@@ -345,14 +345,19 @@ fn check_invariants_with(m: &LeaseMachine, snapshot: &[u8]) -> Result<(), String
             b.leases
         );
     }
+    // list() shows the locks held or waited for and the sized semaphores.
     let listed: Vec<String> = m
         .list("", "", usize::MAX)
         .into_iter()
         .map(|l| l.name)
         .collect();
+    let mut expected: Vec<String> = names.clone();
+    expected.extend(tables.sizes.keys().cloned());
+    expected.sort();
+    expected.dedup();
     ensure!(
-        listed == names,
-        "list() shows {listed:?}, the locks are {names:?}"
+        listed == expected,
+        "list() shows {listed:?}, the locks and sized semaphores are {expected:?}"
     );
     ensure!(
         m.counts() == (sessions, locks, waiters),
@@ -372,6 +377,8 @@ struct Tables {
     once: BTreeMap<SessionId, Once>,
     #[serde(default)]
     session_keys: BTreeMap<String, SessionId>,
+    #[serde(default)]
+    sizes: BTreeMap<String, u32>,
 }
 
 /// A session's exactly-once bookkeeping, as the snapshot stores it.
