@@ -145,6 +145,21 @@ class Description:
     resized: bool = False
 
 
+@dataclass(frozen=True)
+class LockSummary:
+    """One lock of a listing (:meth:`Client.list_locks`): a name somebody holds
+    or waits for, or a semaphore whose size :meth:`Client.resize` set
+    (``resized``), which is listed even when nobody holds it. ``permits`` is
+    the semaphore's size (0: not fixed)."""
+
+    name: str
+    holders: list[Grant]
+    waiter_count: int
+    permits: int = 0
+    resized: bool = False
+    lock_delay_ms: int = 0
+
+
 def _endpoints(endpoints: Union[str, Sequence[str]], tls: Optional["Tls"]) -> list[str]:
     """``host:port`` of each endpoint, written as the CLI takes them: with or
     without ``http://`` or ``https://`` (whose TLS must then agree with
@@ -271,6 +286,9 @@ class Client:
         self._leader: Optional[str] = None
         self._next = 0
         self._keepalive = _KeepAlives(self)
+        # Every live session, kept alive here or by its caller: close()
+        # ends them all.
+        self._sessions: dict[int, Session] = {}
         self._closed = False
         self._token_leases: weakref.WeakSet[TokenLease] = weakref.WeakSet()
 
@@ -323,7 +341,7 @@ class Client:
         tokens, then keep-alives stop and connections close. Best effort,
         at most ``min(deadline, 5)`` seconds for the calls."""
         leases = [lease for lease in list(self._token_leases) if not lease._finished]
-        sessions = list(self._keepalive.sessions.values())
+        sessions = list(self._sessions.values())
         if (leases or sessions) and not self._closed:
             ending = asyncio.gather(
                 *(lease.finish() for lease in leases),
@@ -430,11 +448,25 @@ class Client:
 
     # -- API ---------------------------------------------------------------
 
-    async def session(self, ttl: float = 10.0, name: Optional[str] = None) -> "Session":
+    async def session(
+        self, ttl: float = 10.0, name: Optional[str] = None, *, keep_alive: bool = True
+    ) -> "Session":
         """Creates a session with ``ttl`` seconds to live without keep-alives
         (1 s to 10 min) and keeps it alive every TTL/3 in the background.
         A retried creation reuses its key, so a lost answer leaves no
-        orphan session."""
+        orphan session.
+
+        ``keep_alive=False`` leaves the renewals to the caller
+        (:meth:`Session.keep_alive`), for a service whose liveness is its
+        own loop's, not its process's: the session, and what it holds, ends
+        a TTL after the last renewal, even though the process still runs (a
+        tooz coordinator's ``heartbeat()`` works this way)::
+
+            session = await client.session(ttl=30, keep_alive=False)
+            while serving:
+                await session.keep_alive()
+                await serve_for(10)
+        """
         key = uuid.uuid4().bytes
         req = pb.CreateSessionRequest(
             ttl_ms=int(ttl * 1000),
@@ -453,7 +485,9 @@ class Client:
         resp = await self._call(create)
         granted = resp.ttl_ms / 1000.0 if resp.ttl_ms else ttl
         s = Session(self, resp.session_id, granted, sent)
-        self._keepalive.add(s, sent)
+        self._sessions[s.id] = s
+        if keep_alive:
+            self._keepalive.add(s, sent)
         return s
 
     async def validate(self, name: str, token: int) -> bool:
@@ -515,6 +549,79 @@ class Client:
             return r
 
         return [Grant._from(g) for g in (await self._call(call)).granted]
+
+    async def list_locks(self, prefix: str = "", *, limit: int = 0) -> list[LockSummary]:
+        """Locks whose names start with ``prefix``, in name order: those held
+        or waited for, and the semaphores whose size :meth:`resize` set, held
+        or not. Reads every page (each a linearizable read) up to ``limit``
+        locks (0: all)::
+
+            for lock in await client.list_locks("jobs/"):
+                print(lock.name, [g.session_id for g in lock.holders])
+        """
+        found: list[LockSummary] = []
+        page_token = ""
+        while True:
+            want = 1000 if limit <= 0 else min(1000, limit - len(found))
+            req = pb.ListRequest(prefix=prefix, page_token=page_token, limit=want)
+
+            async def call(
+                ch: grpc.aio.Channel, t: float, md: object, req: pb.ListRequest = req
+            ) -> pb.ListResponse:
+                r: pb.ListResponse = await _stub(rpc.LockStub, ch).List(req, timeout=t, metadata=md)
+                return r
+
+            page = await self._call(call)
+            found.extend(
+                LockSummary(
+                    name=lock.name,
+                    holders=[Grant._from(g) for g in lock.holders],
+                    waiter_count=lock.waiters,
+                    permits=lock.permits,
+                    resized=lock.resized,
+                    lock_delay_ms=lock.lock_delay_ms,
+                )
+                for lock in page.locks
+            )
+            page_token = page.next_page_token
+            if not page_token or (limit > 0 and len(found) >= limit):
+                return found
+
+    async def release(self, grant: Grant) -> None:
+        """Releases ``grant`` (as :meth:`describe` or :meth:`list_locks` shows
+        it), whichever session of this client's identity holds it: how a
+        process that replaces a crashed one ends what its predecessor held
+        without waiting for its session's TTL. Raises
+        :class:`~raftlock.errors.NotHolder` if that grant is not held any
+        more; the server refuses another identity's session::
+
+            for g in (await client.describe("jobs/nightly")).holders:
+                if g.metadata == my_instance_id:
+                    await client.release(g)
+        """
+        req = pb.ReleaseRequest(session_id=grant.session_id, name=grant.name, token=grant.token)
+
+        async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.ReleaseResponse:
+            r: pb.ReleaseResponse = await _stub(rpc.LockStub, ch).Release(req, timeout=t, metadata=md)
+            return r
+
+        await self._call(call)
+
+    async def force_release(self, name: str) -> list[Grant]:
+        """Frees ``name`` whoever holds it (needs the ``admin`` right on
+        the name) and returns the grants taken away; the next waiters are
+        granted at once, with larger tokens::
+
+            taken = await client.force_release("jobs/nightly")
+        """
+
+        async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.ForceReleaseResponse:
+            r: pb.ForceReleaseResponse = await _stub(rpc.LockStub, ch).ForceRelease(
+                pb.ForceReleaseRequest(name=name), timeout=t, metadata=md
+            )
+            return r
+
+        return [Grant._from(g) for g in (await self._call(call)).released]
 
     def rate_limit(
         self,
@@ -675,6 +782,44 @@ class Session:
             self._ended = reason
             self._lost.set()
             self.client._keepalive.remove(self.id)
+            self.client._sessions.pop(self.id, None)
+
+    async def keep_alive(self) -> float:
+        """Renews the session once, now, and returns the time the leader
+        gives it from here (seconds). Raises
+        :class:`~raftlock.errors.SessionGone` if it expired or was closed,
+        :class:`~raftlock.errors.SessionLost` if the renewal came too late.
+        For sessions made with ``keep_alive=False``; on the others it only
+        renews early::
+
+            left = await session.keep_alive()
+        """
+        self.check()
+        sent = time.monotonic()
+        req = pb.KeepAliveRequest(session_id=self.id, shared=True)
+
+        async def one() -> AsyncIterator[pb.KeepAliveRequest]:
+            yield req
+            # Half-closing could end the stream before its answer.
+            await asyncio.Event().wait()
+
+        async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.KeepAliveResponse:
+            stream = _stub(rpc.SessionStub, ch).KeepAlive(one(), timeout=t, metadata=md)
+            try:
+                async for resp in stream:
+                    r: pb.KeepAliveResponse = resp
+                    return r
+            finally:
+                stream.cancel()
+            raise Unavailable(f"session {self.id}: the keep-alive stream ended unanswered")
+
+        resp = await self.client._call(call)
+        if resp.gone:
+            self._end(SessionGone(f"session {self.id} is gone (expired or closed)"))
+        else:
+            self._acknowledged(sent)
+        self.check()
+        return resp.ttl_ms / 1000.0
 
     async def close(self) -> None:
         """Ends the session on the server: its locks are released and its

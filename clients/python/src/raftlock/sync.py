@@ -20,7 +20,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Coroutine, Iterator, Mapping, Optional, Sequence, TypeVar, Union
 
 from . import aio
-from .aio import Admission, Description, Grant, LimitInfo, Tls, Waiter
+from .aio import Admission, Description, Grant, LimitInfo, LockSummary, Tls, Waiter
 from .errors import LockTimeout, RaftlockError
 
 T = TypeVar("T")
@@ -32,6 +32,7 @@ __all__ = [
     "Leadership",
     "Grant",
     "Description",
+    "LockSummary",
     "Tls",
     "Waiter",
     "RateLimit",
@@ -70,6 +71,19 @@ class _Loop:
         if self.closed:
             return
         self.closed = True
+
+        async def drain() -> None:
+            # Tasks still pending (a stream's last status, a cancelled
+            # renewal) end here rather than being destroyed with the loop.
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        try:
+            asyncio.run_coroutine_threadsafe(drain(), self.loop).result(2)
+        except Exception:  # stopping goes on whatever a task did
+            pass
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
         if not self.thread.is_alive():
@@ -121,9 +135,11 @@ class Client:
         self._loop.run(self._inner.close())
         self._loop.stop()
 
-    def session(self, ttl: float = 10.0, name: Optional[str] = None) -> "Session":
-        """Creates a session kept alive in the background."""
-        return Session(self, self._loop.run(self._inner.session(ttl, name)))
+    def session(self, ttl: float = 10.0, name: Optional[str] = None, *, keep_alive: bool = True) -> "Session":
+        """Creates a session kept alive in the background, or, with
+        ``keep_alive=False``, by the caller's :meth:`Session.keep_alive`
+        (see :meth:`raftlock.aio.Client.session`)."""
+        return Session(self, self._loop.run(self._inner.session(ttl, name, keep_alive=keep_alive)))
 
     def validate(self, name: str, token: int) -> bool:
         """Whether ``token`` belongs to a current holder of ``name``."""
@@ -137,6 +153,31 @@ class Client:
         """Sets the size of semaphore ``name`` (0 forgets it); returns the
         waiters a larger size let in (see :meth:`raftlock.aio.Client.resize`)."""
         return self._loop.run(self._inner.resize(name, permits))
+
+    def list_locks(self, prefix: str = "", *, limit: int = 0) -> list[LockSummary]:
+        """Locks under ``prefix`` in name order, the sized semaphores
+        nobody holds included (see :meth:`raftlock.aio.Client.list_locks`).
+
+        >>> [l.name for l in client.list_locks("jobs/")]  # doctest: +SKIP
+        ['jobs/nightly']
+        """
+        return self._loop.run(self._inner.list_locks(prefix, limit=limit))
+
+    def release(self, grant: Grant) -> None:
+        """Releases a grant that any session of this identity holds (see
+        :meth:`raftlock.aio.Client.release`).
+
+        >>> client.release(client.describe("jobs/nightly").holders[0])  # doctest: +SKIP
+        """
+        self._loop.run(self._inner.release(grant))
+
+    def force_release(self, name: str) -> list[Grant]:
+        """Frees ``name`` whoever holds it (the ``admin`` right); returns
+        the grants taken away.
+
+        >>> taken = client.force_release("jobs/nightly")  # doctest: +SKIP
+        """
+        return self._loop.run(self._inner.force_release(name))
 
     def rate_limit(
         self,
@@ -201,6 +242,15 @@ class Session:
             self._inner.on_lost(start)
 
         self._client._loop.run(register())
+
+    def keep_alive(self) -> float:
+        """Renews the session now; returns the seconds the leader gives it
+        (see :meth:`raftlock.aio.Session.keep_alive`).
+
+        >>> session.keep_alive()  # doctest: +SKIP
+        29.98
+        """
+        return self._client._loop.run(self._inner.keep_alive())
 
     def close(self) -> None:
         """Ends the session, releasing its locks."""

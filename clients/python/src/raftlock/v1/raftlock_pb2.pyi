@@ -399,18 +399,22 @@ class LockEvent(_message.Message):
     def __init__(self, kind: _Optional[_Union[LockEventKind, str]] = ..., name: _Optional[str] = ..., session_id: _Optional[int] = ..., token: _Optional[int] = ..., mode: _Optional[_Union[LockMode, str]] = ..., metadata: _Optional[bytes] = ..., count: _Optional[int] = ..., lock_delay_ms: _Optional[int] = ...) -> None: ...
 
 class LockSummary(_message.Message):
-    __slots__ = ["holders", "lock_delay_ms", "name", "sessions", "waiters"]
+    __slots__ = ["holders", "lock_delay_ms", "name", "permits", "resized", "sessions", "waiters"]
     HOLDERS_FIELD_NUMBER: _ClassVar[int]
     LOCK_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    PERMITS_FIELD_NUMBER: _ClassVar[int]
+    RESIZED_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
     WAITERS_FIELD_NUMBER: _ClassVar[int]
     holders: _containers.RepeatedCompositeFieldContainer[Grant]
     lock_delay_ms: int
     name: str
+    permits: int
+    resized: bool
     sessions: _containers.RepeatedCompositeFieldContainer[SessionInfo]
     waiters: int
-    def __init__(self, name: _Optional[str] = ..., holders: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ..., waiters: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[SessionInfo, _Mapping]]] = ..., lock_delay_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., holders: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ..., waiters: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[SessionInfo, _Mapping]]] = ..., lock_delay_ms: _Optional[int] = ..., permits: _Optional[int] = ..., resized: bool = ...) -> None: ...
 
 class Member(_message.Message):
     __slots__ = ["client_addr", "id", "peer_addr"]
