@@ -2,7 +2,8 @@
 # What a user of the package gets: builds the sdist and the wheel, checks
 # them with twine, installs the wheel alone into a clean virtual environment
 # and runs the README's first example there against a local `raftlockd dev`
-# cluster.
+# cluster; then installs its `tooz` extra and takes a lock and joins a group
+# through tooz's `raftlock://` URL, the driver found by its entry point.
 #
 #   BUILDER=target/pyenv/bin/python clients/python/scripts/check_wheel.sh
 #
@@ -46,3 +47,21 @@ out="$(cd "$work" && RAFTLOCK_ENDPOINTS="$endpoints" timeout 60 "$work/venv/bin/
 echo "$out"
 grep -q "settling under fencing token [1-9]" <<<"$out"
 echo "the wheel installs into a clean virtual environment and runs the README example"
+
+"$work/venv/bin/pip" install -q "$(ls "$work"/dist/*.whl)[tooz]"
+cat >"$work/tooz_example.py" <<'PY'
+from tooz import coordination
+
+# No hosts in the URL: the endpoints come from RAFTLOCK_ENDPOINTS.
+coord = coordination.get_coordinator("raftlock://?timeout=10", b"wheel-check")
+coord.start(start_heart=True)
+with coord.get_lock(b"wheel-check"):
+    coord.create_group(b"wheel-check").get()
+    coord.join_group(b"wheel-check", {"ok": True}).get()
+    print("tooz members:", sorted(coord.get_members(b"wheel-check").get()))
+coord.stop()
+PY
+out="$(cd "$work" && RAFTLOCK_ENDPOINTS="$endpoints" timeout 60 "$work/venv/bin/python" -W ignore tooz_example.py)"
+echo "$out"
+grep -q "tooz members: \[b'wheel-check'\]" <<<"$out"
+echo "the wheel's tooz extra installs and its driver serves tooz's raftlock:// URL"
