@@ -27,7 +27,7 @@ use tokio::sync::{mpsc, oneshot};
 /// with a fixed cost, so under load fewer, larger entries win. Measured at
 /// 64 clients on 2 cores, every entry free to take a slot: 1 in flight
 /// 4,363-4,700 ops/s, 2 3,920-4,413, 4 3,627-3,837, 8 2,696-2,963; but 16
-/// clients on one lock ran 12% slower with 1 than with 2 (docs/performance.md).
+/// clients on one lock ran 12% slower with 1 than with 2 (the performance history in CHANGELOG.md).
 pub const IN_FLIGHT: usize = 2;
 /// Entries of at most this many commands take any free slot; larger ones
 /// wait until no other entry is in flight (see `run`).

@@ -260,7 +260,7 @@ async fn shutdown_signal() {
 }
 
 // glibc's malloc spent almost half of a restart's replay of a million-lock
-// log in _int_malloc, malloc_consolidate and free (perf, docs/performance.md).
+// log in _int_malloc, malloc_consolidate and free (perf; the performance history in CHANGELOG.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

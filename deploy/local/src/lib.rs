@@ -165,7 +165,7 @@ impl Options {
 /// a node alone on its machine does. Three nodes of two workers each on two
 /// cores spent about 10% more CPU per log entry at one client, on threads
 /// waking each other to steal work, and were no faster at 64 clients
-/// (`docs/performance.md`). `TOKIO_WORKER_THREADS` set by the caller wins.
+/// (the performance history in `CHANGELOG.md`). `TOKIO_WORKER_THREADS` set by the caller wins.
 ///
 /// They also share its disk, a developer's or a CI machine's, often with
 /// less free than a production node's reserve (256 MiB): a local cluster

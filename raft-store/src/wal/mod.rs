@@ -53,7 +53,7 @@ pub struct FlushStats {
 /// the writer thread they overlap. Under load, when entries carry many
 /// commands, that apply is long and the overlap is worth more than the
 /// two wake-ups saved (64 clients: 0.86-0.92x ops/s written in place at
-/// every size, `docs/performance.md`).
+/// every size, the performance history in `CHANGELOG.md`).
 const INLINE_MAX_COMMANDS: usize = 4;
 
 /// Commands in `entries`.
@@ -244,7 +244,7 @@ impl Wal {
     /// openraft 0.9 sends it the next append only after this one is
     /// answered. The hand-off to the writer thread and back cost it two
     /// thread wake-ups and about a tenth of its CPU per entry
-    /// (`docs/performance.md`). The writer thread still takes everything
+    /// (the performance history in `CHANGELOG.md`). The writer thread still takes everything
     /// else, and any append that finds it busy, so the log keeps its order.
     /// This node's own entries, while it leads, never block its core, and
     /// appends of many commands (a loaded cluster) go to the thread too
