@@ -14,16 +14,8 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 root="$(cd "$here/../.." && pwd)"
 builder="${BUILDER:-python3}"
 raftlockd="${RAFTLOCKD:-$root/target/debug/raftlockd}"
-work="$(mktemp -d)"
-dev=""
-cleanup() {
-  if [ -n "$dev" ]; then
-    kill -INT "$dev" 2>/dev/null || true
-    wait "$dev" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=/dev/null
+source "$root/tests/dev_cluster.sh"
 
 "$builder" -m build -o "$work/dist" "$here" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
 "$builder" -m twine check --strict "$work"/dist/*
@@ -34,16 +26,9 @@ python3 -m venv "$work/venv"
 awk '/^```python$/ && !done { inside = 1; next } inside && /^```$/ { done = 1; inside = 0 } inside' \
   "$here/README.md" >"$work/example.py"
 
-"$raftlockd" dev >"$work/dev.log" 2>&1 &
-dev=$!
-for _ in $(seq 150); do
-  grep -q '^RAFTLOCK_ENDPOINTS=' "$work/dev.log" && break
-  sleep 0.2
-done
-endpoints="$(sed -n 's/^RAFTLOCK_ENDPOINTS=//p' "$work/dev.log")"
-[ -n "$endpoints" ] || { cat "$work/dev.log"; exit 1; }
+start_dev_cluster
 # Run from the temp dir, so only the installed wheel can be imported.
-out="$(cd "$work" && RAFTLOCK_ENDPOINTS="$endpoints" timeout 60 "$work/venv/bin/python" example.py)"
+out="$(cd "$work" && timeout 60 "$work/venv/bin/python" example.py)"
 echo "$out"
 grep -q "settling under fencing token [1-9]" <<<"$out"
 echo "the wheel installs into a clean virtual environment and runs the README example"
@@ -61,7 +46,7 @@ with coord.get_lock(b"wheel-check"):
     print("tooz members:", sorted(coord.get_members(b"wheel-check").get()))
 coord.stop()
 PY
-out="$(cd "$work" && RAFTLOCK_ENDPOINTS="$endpoints" timeout 60 "$work/venv/bin/python" -W ignore tooz_example.py)"
+out="$(cd "$work" && timeout 60 "$work/venv/bin/python" -W ignore tooz_example.py)"
 echo "$out"
 grep -q "tooz members: \[b'wheel-check'\]" <<<"$out"
 echo "the wheel's tooz extra installs and its driver serves tooz's raftlock:// URL"

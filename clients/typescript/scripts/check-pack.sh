@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # What a user of the package gets: `npm pack` (or, without npm, the same
 # tarball made by tar from package.json's "files"), installed into an empty
-# project, where a JavaScript program requires it and a TypeScript one is
-# type-checked against its .d.ts files; the JavaScript one then takes a lock
-# on a local `raftlockd dev` cluster.
+# project, where the README's quick start, as pasted, and a typed program
+# compile against its .d.ts files; the quick start then takes a lock on a
+# local `raftlockd dev` cluster.
 #
 #   clients/typescript/scripts/check-pack.sh
 #
@@ -14,16 +14,8 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 root="$(cd "$here/../.." && pwd)"
 raftlockd="${RAFTLOCKD:-$root/target/debug/raftlockd}"
-work="$(mktemp -d)"
-dev=""
-cleanup() {
-  if [ -n "$dev" ]; then
-    kill -INT "$dev" 2>/dev/null || true
-    wait "$dev" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=/dev/null
+source "$root/tests/dev_cluster.sh"
 
 cd "$here"
 rm -rf dist
@@ -63,20 +55,10 @@ else
   mkdir -p node_modules/raftlock
   tar -xzf "$tarball" -C node_modules/raftlock --strip-components=1
 fi
-cat >main.js <<'JS'
-const { Client, withLock } = require("raftlock");
-(async () => {
-  const client = await Client.fromEnv();
-  try {
-    const session = await client.session({ ttlMs: 10_000 });
-    await withLock(session, "payments/settle", async (guard) => {
-      console.log(`settling under fencing token ${guard.token}`);
-    }, { timeoutMs: 5_000 });
-  } finally {
-    await client.close();
-  }
-})().catch((e) => { console.error(e); process.exit(1); });
-JS
+# The README's quick start, as a user would paste it, compiled against the
+# installed package's declarations.
+awk '/^```ts$/ && !done { inside = 1; next } inside && /^```$/ { done = 1; inside = 0 } inside' \
+  "$here/README.md" >quickstart.ts
 cat >typed.ts <<'TS'
 import { Client, LockGuard, LockLost, withLock } from "raftlock";
 export async function settle(client: Client): Promise<bigint> {
@@ -92,23 +74,16 @@ cp "$here/src/node-shims.d.ts" shims.d.ts
 cat >tsconfig.json <<'JSON'
 {
   "compilerOptions": {
-    "strict": true, "noEmit": true, "target": "ES2020", "module": "commonjs",
+    "strict": true, "target": "ES2020", "module": "commonjs", "outDir": "out",
     "moduleResolution": "node", "lib": ["ES2020"], "types": []
   },
-  "files": ["typed.ts", "shims.d.ts"]
+  "files": ["quickstart.ts", "typed.ts", "shims.d.ts"]
 }
 JSON
 tsc -p .
 
-"$raftlockd" dev >"$work/dev.log" 2>&1 &
-dev=$!
-for _ in $(seq 150); do
-  grep -q '^RAFTLOCK_ENDPOINTS=' "$work/dev.log" && break
-  sleep 0.2
-done
-endpoints="$(sed -n 's/^RAFTLOCK_ENDPOINTS=//p' "$work/dev.log")"
-[ -n "$endpoints" ] || { cat "$work/dev.log"; exit 1; }
-out="$(RAFTLOCK_ENDPOINTS="$endpoints" timeout 60 node main.js)"
+start_dev_cluster
+out="$(timeout 60 node out/quickstart.js)"
 echo "$out"
 grep -q "settling under fencing token [1-9]" <<<"$out"
-echo "the packed package installs into an empty project, type-checks and runs"
+echo "the packed package installs into an empty project; its README quick start compiles and runs"
