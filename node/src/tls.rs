@@ -264,13 +264,4 @@ impl Tls {
     pub fn client_enabled(&self) -> bool {
         self.client.is_some()
     }
-
-    /// The URL scheme of the peer port.
-    pub fn peer_scheme(&self) -> &'static str {
-        if self.peer.is_some() {
-            "https"
-        } else {
-            "http"
-        }
-    }
 }

@@ -11,9 +11,7 @@ use crate::locks::{
 use raftlock_proto::reason;
 use raftlock_proto::v1 as pb;
 use raftlock_proto::{limits, LEADER_METADATA_KEY};
-use raftlock_store::machine::{
-    Grant, LeaseError, LockSummary, Mode, Origin, RequestId, Terms, Waiter,
-};
+use raftlock_store::machine::{Grant, LockSummary, Mode, Origin, RequestId, Terms, Waiter};
 use std::time::Duration;
 use tonic::Status;
 
@@ -321,11 +319,6 @@ impl From<pb::ResizeRequest> for Resize {
             permits: r.permits,
         }
     }
-}
-
-/// A state-machine refusal as a status.
-pub fn lease_status(e: LeaseError) -> Status {
-    status(NodeError::Lease(e))
 }
 
 /// The one mapping from node errors to gRPC statuses: the code and the
