@@ -326,6 +326,9 @@ type LockInfo struct {
 	Name string
 	// Permits is the shared capacity (0: not fixed).
 	Permits uint32
+	// Resized: Permits was set by Resize and holds whatever acquisitions
+	// state.
+	Resized bool
 	// Holders in grant order.
 	Holders []Grant
 	// Waiters in FIFO order.
@@ -350,13 +353,14 @@ func (cl *Client) Describe(ctx context.Context, name string) (*LockInfo, error) 
 			RequestID []byte `json:"requestId"`
 			Count     uint32 `json:"count"`
 		} `json:"waiters"`
-		LockDelayMs u64 `json:"lockDelayMs"`
+		LockDelayMs u64  `json:"lockDelayMs"`
+		Resized     bool `json:"resized"`
 	}
 	err := cl.c.call(ctx, "/v1/lock/describe", callOpts{}, func(int) interface{} { return map[string]interface{}{"name": name} }, &r)
 	if err != nil {
 		return nil, err
 	}
-	info := &LockInfo{Name: name, Permits: r.Permits, Holders: grants(r.Holders), LockDelay: time.Duration(r.LockDelayMs) * time.Millisecond}
+	info := &LockInfo{Name: name, Permits: r.Permits, Resized: r.Resized, Holders: grants(r.Holders), LockDelay: time.Duration(r.LockDelayMs) * time.Millisecond}
 	for _, w := range r.Waiters {
 		m := Exclusive
 		if w.Mode == "LOCK_MODE_SHARED" {
@@ -369,6 +373,95 @@ func (cl *Client) Describe(ctx context.Context, name string) (*LockInfo, error) 
 		info.Waiters = append(info.Waiters, Waiter{SessionID: uint64(w.SessionID), Mode: m, RequestID: w.RequestID, Count: c})
 	}
 	return info, nil
+}
+
+// LockSummary is one lock of a listing (Client.List).
+type LockSummary struct {
+	// Name is the lock's name.
+	Name string
+	// Permits is the semaphore's size: the one Resize set, else the
+	// holders' (0: not fixed).
+	Permits uint32
+	// Resized: Permits was set by Resize. Such a semaphore is listed even
+	// when nobody holds or waits for it.
+	Resized bool
+	// Holders in grant order.
+	Holders []Grant
+	// WaiterCount is how many wait in its queue.
+	WaiterCount int
+	// LockDelay is non-zero while the lock is in lock-delay.
+	LockDelay time.Duration
+}
+
+// List returns the locks whose names start with prefix, in name order:
+// those held or waited for, and the semaphores whose size Resize set, held
+// or not. It reads every page, each a linearizable read; names the caller
+// may not read are left out by the server.
+//
+//	locks, err := cli.List(ctx, "jobs/")
+//	for _, l := range locks {
+//		fmt.Println(l.Name, len(l.Holders), l.WaiterCount)
+//	}
+func (cl *Client) List(ctx context.Context, prefix string) ([]LockSummary, error) {
+	if err := cl.checkOpen(); err != nil {
+		return nil, err
+	}
+	var out []LockSummary
+	page := ""
+	for {
+		var r struct {
+			Locks []struct {
+				Name        string      `json:"name"`
+				Holders     []grantJSON `json:"holders"`
+				Waiters     uint32      `json:"waiters"`
+				LockDelayMs u64         `json:"lockDelayMs"`
+				Permits     uint32      `json:"permits"`
+				Resized     bool        `json:"resized"`
+			} `json:"locks"`
+			NextPageToken string `json:"nextPageToken"`
+		}
+		body := map[string]interface{}{"prefix": prefix, "pageToken": page, "limit": 1000}
+		if err := cl.c.call(ctx, "/v1/lock/list", callOpts{}, func(int) interface{} { return body }, &r); err != nil {
+			return nil, err
+		}
+		for _, l := range r.Locks {
+			out = append(out, LockSummary{
+				Name:        l.Name,
+				Permits:     l.Permits,
+				Resized:     l.Resized,
+				Holders:     grants(l.Holders),
+				WaiterCount: int(l.Waiters),
+				LockDelay:   time.Duration(l.LockDelayMs) * time.Millisecond,
+			})
+		}
+		if r.NextPageToken == "" {
+			return out, nil
+		}
+		page = r.NextPageToken
+	}
+}
+
+// Resize sets the size of semaphore name to permits, held or not: from
+// then on it has that many permits whatever acquisitions state, until it
+// is resized again (0 forgets the size). Growing grants waiters at once;
+// they are returned in FIFO order. Shrinking takes nothing from holders, it
+// grants nobody until they fit. A size below what a queued acquisition asks
+// for is refused with ErrPermitsMismatch. A retry after a lost answer sets
+// the same size again.
+//
+//	granted, err := cli.Resize(ctx, "workers/pool", 8)
+func (cl *Client) Resize(ctx context.Context, name string, permits uint32) ([]Grant, error) {
+	if err := cl.checkOpen(); err != nil {
+		return nil, err
+	}
+	var r struct {
+		Granted []grantJSON `json:"granted"`
+	}
+	body := map[string]interface{}{"name": name, "permits": permits}
+	if err := cl.c.call(ctx, "/v1/lock/resize", callOpts{}, func(int) interface{} { return body }, &r); err != nil {
+		return nil, err
+	}
+	return grants(r.Granted), nil
 }
 
 // Validate tells whether token belongs to a current holder of lock name

@@ -128,6 +128,20 @@ func ExampleWithPermits() {
 	// Output: 3 worker-1
 }
 
+// A semaphore sized by Resize is listed, with its size, even when nobody
+// holds it.
+func ExampleClient_List() {
+	ctx := context.Background()
+	cli, _ := raftlock.FromEnv()
+	defer cli.Close(ctx)
+	_, _ = cli.Resize(ctx, "example/workers", 8)
+	locks, _ := cli.List(ctx, "example/workers")
+	for _, l := range locks {
+		fmt.Println(l.Name, l.Permits, l.Resized, len(l.Holders))
+	}
+	// Output: example/workers 8 true 0
+}
+
 // A client with explicit settings; New does not contact the cluster, the
 // first call does.
 func ExampleNew() {

@@ -2,6 +2,8 @@ package raftlock_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +53,36 @@ func TestSharedLocksSemaphoresMetadataAndLockDelay(t *testing.T) {
 	}
 	if err := raftlock.NewMutex(s3, "f/sem", raftlock.WithPermits(3)).TryLock(ctx); err != nil {
 		t.Fatalf("a place freed: %v", err)
+	}
+
+	// A size set by Resize rules the semaphore and outlives its holders:
+	// held by nobody, it is still listed.
+	if _, err := cl.Resize(ctx, "f/sized", 4); err != nil {
+		t.Fatal(err)
+	}
+	// Shrinking below what is held takes nothing away.
+	if granted, err := cl.Resize(ctx, "f/sem", 1); err != nil || len(granted) != 0 {
+		t.Fatalf("shrinking below the holders: %v %v", granted, err)
+	}
+	listed, err := cl.List(ctx, "f/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range listed {
+		names = append(names, fmt.Sprintf("%s:%d:%v:%d", l.Name, l.Permits, l.Resized, len(l.Holders)))
+	}
+	if got := strings.Join(names, " "); got != "f/sem:1:true:2 f/sized:4:true:0" {
+		t.Fatalf("list: %s", got)
+	}
+	if info, err := cl.Describe(ctx, "f/sized"); err != nil || !info.Resized || info.Permits != 4 {
+		t.Fatalf("describe of a sized semaphore nobody holds: %+v %v", info, err)
+	}
+	if _, err := cl.Resize(ctx, "f/sized", 0); err != nil {
+		t.Fatal(err)
+	}
+	if listed, err := cl.List(ctx, "f/sized"); err != nil || len(listed) != 0 {
+		t.Fatalf("a forgotten size is not listed: %+v %v", listed, err)
 	}
 
 	// A lock-delay keeps a lock nobody released from everyone for a while.

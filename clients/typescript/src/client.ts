@@ -80,6 +80,10 @@ export interface LockSummary {
   readonly waiters: number;
   /** Non-zero while the lock is in lock-delay (its length, ms). */
   readonly lockDelayMs: number;
+  /** The semaphore's size: the one `resize` set, else the holders' (0: not fixed). */
+  readonly permits: number;
+  /** `permits` was set by `resize`: such a semaphore is listed even when nobody holds it. */
+  readonly resized: boolean;
 }
 
 /**
@@ -434,9 +438,10 @@ export class Client {
   }
 
   /**
-   * Every lock whose name starts with `prefix` and that is held or waited
-   * for, in name order (all pages; names the caller may not read are left
-   * out by the server).
+   * Every lock whose name starts with `prefix` that is held or waited
+   * for, and every semaphore whose size `resize` set, held or not, in name
+   * order (all pages; names the caller may not read are left out by the
+   * server).
    *
    * @example
    * ```ts
@@ -449,12 +454,19 @@ export class Client {
     let pageToken = "";
     for (;;) {
       const token = pageToken;
-      const r = await this.cluster.call<{ locks?: { name?: string; holders?: GrantJson[]; waiters?: number; lockDelayMs?: string }[]; nextPageToken?: string }>(
+      const r = await this.cluster.call<{ locks?: { name?: string; holders?: GrantJson[]; waiters?: number; lockDelayMs?: string; permits?: number; resized?: boolean }[]; nextPageToken?: string }>(
         "/v1/lock/list",
         () => ({ body: { prefix, pageToken: token, limit: 1000 } }),
       );
       for (const l of r.locks ?? []) {
-        out.push({ name: l.name ?? "", holders: (l.holders ?? []).map(grantFrom), waiters: num(l.waiters), lockDelayMs: num(l.lockDelayMs) });
+        out.push({
+          name: l.name ?? "",
+          holders: (l.holders ?? []).map(grantFrom),
+          waiters: num(l.waiters),
+          lockDelayMs: num(l.lockDelayMs),
+          permits: num(l.permits),
+          resized: l.resized ?? false,
+        });
       }
       if (!r.nextPageToken) return out;
       pageToken = r.nextPageToken;

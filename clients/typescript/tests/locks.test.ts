@@ -250,7 +250,13 @@ describe("locks on a real cluster", () => {
     assert.deepEqual(resized.holders.map((h) => h.count), [3, 3]);
     assert.deepEqual(resized.waiters, []);
     await Promise.all([ga2.release(), gb.release()]);
+    // Held by nobody, the sized semaphore is still listed, with its size.
+    assert.deepEqual(
+      (await client.list("sem/")).map((l) => [l.name, l.holders.length, l.permits, l.resized]),
+      [["sem/pool", 0, 6, true]],
+    );
     assert.deepEqual(await client.resize("sem/pool", 0), []);
+    assert.deepEqual(await client.list("sem/"), []);
     await Promise.all([a.close(), b.close()]);
   });
 
