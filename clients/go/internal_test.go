@@ -95,7 +95,7 @@ var sentinels = []struct {
 
 func TestEverySentinelMatchesItsReasonAndNoOther(t *testing.T) {
 	for _, p := range sentinels {
-		e := errorFromBody(errorBody{Code: "FAILED_PRECONDITION", Reason: p.reason, Message: "x"}, 400)
+		e := errorFromBody(errorBody{Code: "FAILED_PRECONDITION", Reason: p.reason, Message: "x"}, 409)
 		if !errors.Is(e, p.err) {
 			t.Errorf("%v does not match a refusal with reason %s", p.err, p.reason)
 		}

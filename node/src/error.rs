@@ -129,7 +129,9 @@ pub fn lease_reason(e: &LeaseError) -> Reason {
         LeaseError::PermitsExceeded { .. } => Reason::PermitsMismatch,
         LeaseError::TooManySizes { .. } => Reason::TooManyLocks,
         LeaseError::LimitNotFound { .. } => Reason::LimitNotFound,
-        LeaseError::LimitConflict { .. } => Reason::LimitConflict,
+        LeaseError::LimitConflict { .. } | LeaseError::MoreThanBurst { .. } => {
+            Reason::LimitConflict
+        }
         LeaseError::TooManyLimits { .. } => Reason::LimitExceeded,
         LeaseError::NotLeaseOwner { .. } => Reason::PermissionDenied,
     }

@@ -99,8 +99,8 @@ pub enum Reason {
     /// No rate limit of this name, and the take did not say how to create
     /// it. NOT_FOUND.
     LimitNotFound,
-    /// A rate limit of this name exists with other parameters.
-    /// FAILED_PRECONDITION.
+    /// A rate limit of this name exists with other parameters, or with a
+    /// burst smaller than a take asks for. FAILED_PRECONDITION.
     LimitConflict,
     /// The leader's data dir is below its free-space reserve: calls that
     /// grow the state (new sessions, acquires, campaigns, takes) are

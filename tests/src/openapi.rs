@@ -13,6 +13,170 @@ use std::collections::{BTreeMap, BTreeSet};
 
 const PACKAGE: &str = ".raftlock.v1.";
 
+/// What the server accepts in a request field beyond the field's type: the
+/// bounds of `raftlock_proto::limits` and the rules of the lock service,
+/// written where a client generator or a fuzzer can read them. Rules that
+/// tie two fields together (an exclusive hold takes one permit, say) cannot
+/// be written in JSON Schema; field comments state them.
+#[derive(Clone, Copy)]
+enum Rule {
+    /// An integer within `min..=max`.
+    Range(u64, u64),
+    /// 0 (unset), or an integer within `min..=max`.
+    ZeroOr(u64, u64),
+    /// A lock (or election, or rate-limit) name.
+    LockName,
+    /// A prefix of lock names: empty, or what a name may be.
+    LockPrefix,
+    /// Free text of at most this many bytes of UTF-8.
+    Text(usize),
+    /// Bytes, at most this many.
+    Bytes(usize),
+    /// A 16-byte id (a UUID); `optional` lets it be empty.
+    Id { optional: bool },
+    /// A list of at most this many items.
+    Items(usize),
+}
+
+/// The rule of one field of a request message, if it has one.
+fn rule(message: &str, field: &str) -> Option<Rule> {
+    use raftlock_proto::limits as l;
+    if !message.ends_with("Request") && message != "LimitSpec" {
+        return None;
+    }
+    Some(match (message, field) {
+        ("ListRequest", "prefix") => return None,
+        ("WatchRequest", "prefix") => Rule::LockPrefix,
+        (_, "name") => Rule::LockName,
+        ("ListSessionsRequest", _) => return None,
+        (_, "sessionId") => Rule::Range(1, u64::MAX),
+        (_, "requestId") => Rule::Id { optional: false },
+        (_, "creationKey") => Rule::Id { optional: true },
+        ("CreateSessionRequest", "ttlMs") => Rule::Range(l::MIN_TTL_MS, l::MAX_TTL_MS),
+        ("CreateSessionRequest", "clientName" | "host") => Rule::Text(l::MAX_CLIENT_NAME_LEN),
+        (_, "metadata" | "value") => Rule::Bytes(l::MAX_METADATA_LEN),
+        (_, "waitTimeoutMs") => Rule::Range(0, l::MAX_WAIT_MS),
+        ("AcquireRequest", "maxHoldMs") => Rule::ZeroOr(l::MIN_HOLD_MS, l::MAX_HOLD_MS),
+        ("AcquireRequest", "lockDelayMs") => Rule::Range(0, l::MAX_LOCK_DELAY_MS),
+        (_, "inFlight") => Rule::Items(l::MAX_IN_FLIGHT_LISTED),
+        // 0: one token.
+        ("TakeRequest", "n") => Rule::Range(0, l::MAX_BURST),
+        ("TakeRequest", "leaseMs") => Rule::Range(0, l::MAX_TOKEN_LEASE_MS),
+        ("LimitSpec", "rate") => Rule::Range(1, l::MAX_RATE),
+        // 0: a second.
+        ("LimitSpec", "perMs") => Rule::Range(0, l::MAX_RATE_PERIOD_MS),
+        // 0: one token.
+        ("LimitSpec", "burst") => Rule::Range(0, l::MAX_BURST),
+        _ => return None,
+    })
+}
+
+/// Whether a request must set the field: its unset value is refused.
+fn required(message: &str, field: &str) -> bool {
+    match rule(message, field) {
+        Some(Rule::LockName | Rule::Id { optional: false }) => true,
+        Some(Rule::Range(lo, _)) => lo > 0,
+        _ => (message, field) == ("DefineLimitRequest", "limit"),
+    }
+}
+
+/// A regular expression (no anchors) for the decimal numbers within
+/// `lo..=hi`, written without leading zeros.
+fn range_regex(lo: u64, hi: u64) -> String {
+    fn same_length(a: &[u8], b: &[u8]) -> String {
+        let Some((&a0, a_rest)) = a.split_first() else {
+            return String::new();
+        };
+        let (b0, b_rest) = (b[0], &b[1..]);
+        let any = |n: usize| match n {
+            0 => String::new(),
+            1 => "[0-9]".to_owned(),
+            n => format!("[0-9]{{{n}}}"),
+        };
+        let digits = |x: u8, y: u8| {
+            if x == y {
+                (x as char).to_string()
+            } else {
+                format!("[{}-{}]", x as char, y as char)
+            }
+        };
+        if a0 == b0 {
+            return format!("{}{}", a0 as char, same_length(a_rest, b_rest));
+        }
+        if a_rest.iter().all(|&c| c == b'0') && b_rest.iter().all(|&c| c == b'9') {
+            return format!("{}{}", digits(a0, b0), any(a_rest.len()));
+        }
+        let nines = vec![b'9'; a_rest.len()];
+        let zeros = vec![b'0'; a_rest.len()];
+        let mut parts = vec![format!("{}{}", a0 as char, same_length(a_rest, &nines))];
+        if b0 - a0 >= 2 {
+            parts.push(format!("{}{}", digits(a0 + 1, b0 - 1), any(a_rest.len())));
+        }
+        parts.push(format!("{}{}", b0 as char, same_length(&zeros, b_rest)));
+        format!("(?:{})", parts.join("|"))
+    }
+    let mut parts = Vec::new();
+    let (mut from, mut width) = (lo, lo.to_string().len() as u32);
+    loop {
+        let top = 10u64.checked_pow(width).map_or(u64::MAX, |p| p - 1).min(hi);
+        parts.push(same_length(
+            from.to_string().as_bytes(),
+            top.to_string().as_bytes(),
+        ));
+        if top == hi {
+            break;
+        }
+        from = top + 1;
+        width += 1;
+    }
+    if parts.len() == 1 {
+        parts.pop().unwrap_or_default()
+    } else {
+        format!("(?:{})", parts.join("|"))
+    }
+}
+
+/// An integer field within `lo..=hi` (and 0 if `zero`). proto3 JSON writes
+/// a 64-bit one as a decimal string and a 32-bit one as a number, and reads
+/// either as either.
+fn integer(lo: u64, hi: u64, zero: bool, signed: bool, bits: u32) -> Value {
+    let mut pattern = range_regex(lo, hi);
+    if zero && lo > 0 {
+        pattern = format!("0|{pattern}");
+    }
+    let pattern = if signed {
+        "^-?[0-9]+$".to_owned()
+    } else {
+        // Leading zeros parse, as they do in Rust and Go.
+        format!("^0*(?:{pattern})$")
+    };
+    // Only formats OpenAPI defines: a validator fails the values of any
+    // other. An unsigned 64-bit value may pass int64's range, so it has none.
+    let number = |extra: Value| {
+        let mut n = json!({"type": "integer"});
+        if bits == 32 {
+            n["format"] = json!(if signed { "int32" } else { "int64" });
+        }
+        if let (Value::Object(n), Value::Object(extra)) = (&mut n, extra) {
+            n.extend(extra);
+        }
+        n
+    };
+    let mut branches = vec![json!({"type": "string", "pattern": pattern})];
+    if signed {
+        branches.push(number(json!({})));
+    } else {
+        if zero && lo > 0 {
+            branches.push(number(json!({"enum": [0]})));
+        }
+        branches.push(number(json!({"minimum": lo, "maximum": hi})));
+    }
+    json!({ "anyOf": branches })
+}
+
+/// Characters a name may not hold: Unicode's control characters.
+const NO_CONTROLS: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$";
+
 /// The API's messages and enums by short name, with their comments.
 struct Api {
     messages: BTreeMap<String, (DescriptorProto, Vec<i32>)>,
@@ -71,29 +235,57 @@ impl Api {
     fn field_type(
         &self,
         f: &prost_types::FieldDescriptorProto,
+        rule: Option<Rule>,
         refs: &mut BTreeSet<String>,
     ) -> Value {
+        let (lo, hi, zero) = match rule {
+            Some(Rule::Range(lo, hi)) => (lo, hi, false),
+            Some(Rule::ZeroOr(lo, hi)) => (lo, hi, true),
+            _ => (0, u64::MAX, false),
+        };
         let reference = |refs: &mut BTreeSet<String>| {
             let name = f.type_name().trim_start_matches(PACKAGE).to_owned();
             refs.insert(name.clone());
             json!({ "$ref": format!("#/components/schemas/{name}") })
         };
         match f.r#type() {
-            Type::Uint64 | Type::Fixed64 => {
-                json!({"type": "string", "format": "uint64", "pattern": "^[0-9]+$"})
-            }
-            Type::Int64 | Type::Sint64 | Type::Sfixed64 => {
-                json!({"type": "string", "format": "int64", "pattern": "^-?[0-9]+$"})
-            }
+            Type::Uint64 | Type::Fixed64 => integer(lo, hi, zero, false, 64),
+            Type::Int64 | Type::Sint64 | Type::Sfixed64 => integer(0, 0, false, true, 64),
             Type::Uint32 | Type::Fixed32 => {
-                json!({"type": "integer", "format": "int64", "minimum": 0, "maximum": u32::MAX})
+                integer(lo, hi.min(u64::from(u32::MAX)), zero, false, 32)
             }
-            Type::Int32 | Type::Sint32 | Type::Sfixed32 => {
-                json!({"type": "integer", "format": "int32"})
-            }
+            Type::Int32 | Type::Sint32 | Type::Sfixed32 => integer(0, 0, false, true, 32),
             Type::Bool => json!({"type": "boolean"}),
-            Type::String => json!({"type": "string"}),
-            Type::Bytes => json!({"type": "string", "format": "byte"}),
+            // JSON Schema counts characters, the server bytes of UTF-8: the
+            // field's comment says so.
+            Type::String => match rule {
+                Some(Rule::LockName) => json!({
+                    "type": "string", "minLength": 1,
+                    "maxLength": raftlock_proto::limits::MAX_NAME_LEN, "pattern": NO_CONTROLS,
+                }),
+                Some(Rule::LockPrefix) => json!({
+                    "type": "string",
+                    "maxLength": raftlock_proto::limits::MAX_NAME_LEN, "pattern": NO_CONTROLS,
+                }),
+                Some(Rule::Text(bytes)) => json!({"type": "string", "maxLength": bytes}),
+                _ => json!({"type": "string"}),
+            },
+            Type::Bytes => match rule {
+                // Standard base64, padded or not, or its URL-safe alphabet;
+                // the last character's unused bits are 0.
+                Some(Rule::Id { optional }) => json!({
+                    "type": "string", "format": "byte",
+                    "pattern": if optional {
+                        "^(?:[A-Za-z0-9+/_-]{21}[AQgw](?:==)?)?$"
+                    } else {
+                        "^[A-Za-z0-9+/_-]{21}[AQgw](?:==)?$"
+                    },
+                }),
+                Some(Rule::Bytes(n)) => {
+                    json!({"type": "string", "format": "byte", "maxLength": n.div_ceil(3) * 4})
+                }
+                _ => json!({"type": "string", "format": "byte"}),
+            },
             Type::Double | Type::Float => json!({"type": "number"}),
             Type::Enum | Type::Message | Type::Group => reference(refs),
         }
@@ -102,8 +294,10 @@ impl Api {
     fn message_schema(&self, name: &str, refs: &mut BTreeSet<String>) -> Value {
         let (m, path) = &self.messages[name];
         let mut properties = Map::new();
+        let mut must = Vec::new();
         for (i, f) in m.field.iter().enumerate() {
-            let mut schema = match self.field_type(f, refs) {
+            let rule = rule(name, f.json_name());
+            let mut schema = match self.field_type(f, rule, refs) {
                 Value::Object(o) => o,
                 _ => Map::new(),
             };
@@ -111,6 +305,9 @@ impl Api {
                 let item = Value::Object(std::mem::take(&mut schema));
                 schema.insert("type".into(), "array".into());
                 schema.insert("items".into(), item);
+                if let Some(Rule::Items(n)) = rule {
+                    schema.insert("maxItems".into(), n.into());
+                }
             }
             let mut field_path = path.clone();
             field_path.extend([2, i as i32]);
@@ -120,10 +317,22 @@ impl Api {
                 schema.insert("allOf".into(), Value::Array(vec![r]));
             }
             self.describe(&field_path, &mut schema);
+            if required(name, f.json_name()) {
+                must.push(Value::String(f.json_name().to_owned()));
+            } else if f.proto3_optional()
+                || (f.r#type() == Type::Message && f.label() != Label::Repeated)
+            {
+                // Null reads as unset where a field can be unset; the
+                // server refuses it for the others, as pbjson decodes.
+                schema.insert("nullable".into(), true.into());
+            }
             properties.insert(f.json_name().to_owned(), Value::Object(schema));
         }
         let mut schema = Map::new();
         schema.insert("type".into(), "object".into());
+        if !must.is_empty() {
+            schema.insert("required".into(), Value::Array(must));
+        }
         schema.insert("additionalProperties".into(), false.into());
         schema.insert("properties".into(), Value::Object(properties));
         self.describe(path, &mut schema);
@@ -152,13 +361,20 @@ pub fn document() -> Value {
     let mut paths = Map::new();
     let schema_ref = |name: &str| json!({ "$ref": format!("#/components/schemas/{name}") });
     for r in raftlock_proto::http::ROUTES {
+        // An empty body is the message with every field unset.
+        let body_required = api
+            .messages
+            .get(r.request)
+            .is_some_and(|(m, _)| m.field.iter().any(|f| required(r.request, f.json_name())));
         refs.insert(r.request.to_owned());
         refs.insert(r.response.to_owned());
         let answer = if r.streams {
             json!({
-                "description": format!("A stream of {}: one JSON object per line, or one server-sent event each with `accept: text/event-stream`; the last item may be {{\"error\": Error}}.", r.response),
+                "description": format!("A stream of {}: one JSON object per line, or one server-sent event each with `accept: text/event-stream`; the last item may be {{\"error\": Error}}. The schema is that of one line.", r.response),
                 "content": {
-                    "application/x-ndjson": { "schema": schema_ref(r.response) },
+                    "application/x-ndjson": { "schema": {
+                        "anyOf": [schema_ref(r.response), schema_ref("StreamError")],
+                    } },
                     "text/event-stream": { "schema": { "type": "string" } },
                 },
             })
@@ -174,7 +390,7 @@ pub fn document() -> Value {
                 "summary": r.summary,
                 "description": format!("gRPC: {}", r.grpc),
                 "requestBody": {
-                    "required": false,
+                    "required": body_required,
                     "content": { "application/json": { "schema": schema_ref(r.request) } },
                 },
                 "responses": {
@@ -187,6 +403,21 @@ pub fn document() -> Value {
             })
         };
         let mut item = Map::new();
+        if r.streams {
+            item.insert(
+                "parameters".into(),
+                json!([{
+                    "name": "timeoutMs",
+                    "in": "query",
+                    "required": false,
+                    "description": "End the stream after this many ms (it otherwise lasts until the caller goes away or this node stops leading): for a caller that cannot end a request mid-body. A watch resumes with `afterIndex` set to the last index it saw.",
+                    "schema": {
+                        "type": "integer", "format": "int64",
+                        "minimum": 1, "maximum": raftlock_proto::limits::MAX_WAIT_MS,
+                    },
+                }]),
+            );
+        }
         item.insert("post".into(), operation("post"));
         if r.get {
             let mut get = operation("get");
@@ -226,6 +457,16 @@ pub fn document() -> Value {
                 "message": { "type": "string", "description": "What was wrong, for people." },
                 "leader": { "type": "string", "description": "The leader's address (host:port of the same API) when this node does not lead." },
             },
+        }),
+    );
+    schemas.insert(
+        "StreamError".into(),
+        json!({
+            "type": "object",
+            "description": "The last item of a stream that ended with a refusal.",
+            "required": ["error"],
+            "additionalProperties": false,
+            "properties": { "error": schema_ref("Error") },
         }),
     );
     let schemas: Map<String, Value> = schemas

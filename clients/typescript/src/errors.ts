@@ -597,7 +597,7 @@ function isReason(r: unknown): r is Reason {
  *
  * @example
  * ```ts
- * const e = errorFromBody({ code: "FAILED_PRECONDITION", reason: "STALE_TOKEN", message: "..." }, 400);
+ * const e = errorFromBody({ code: "FAILED_PRECONDITION", reason: "STALE_TOKEN", message: "..." }, 409);
  * e instanceof StaleToken; // true
  * ```
  */

@@ -60,9 +60,10 @@ fn http_status(code: Code) -> StatusCode {
     match code {
         Code::Ok => StatusCode::OK,
         Code::Cancelled => StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
-        Code::InvalidArgument | Code::OutOfRange | Code::FailedPrecondition => {
-            StatusCode::BAD_REQUEST
-        }
+        Code::InvalidArgument | Code::OutOfRange => StatusCode::BAD_REQUEST,
+        // The request is well formed; the state refuses it (a stale token,
+        // a limit defined otherwise). 400 would say the request is wrong.
+        Code::FailedPrecondition => StatusCode::CONFLICT,
         Code::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
         Code::NotFound => StatusCode::NOT_FOUND,
         Code::AlreadyExists | Code::Aborted => StatusCode::CONFLICT,
@@ -111,6 +112,12 @@ impl HttpError {
             Reason::InvalidArgument,
             format!("the body is not this call's JSON message: {e}"),
         )
+    }
+
+    /// A request that is well formed but asks for something out of bounds
+    /// (a query parameter, say).
+    pub fn invalid(message: impl Into<String>) -> HttpError {
+        HttpError::of_reason(Reason::InvalidArgument, message)
     }
 
     /// A body that could not be read (above the size limit, say).

@@ -23,7 +23,7 @@ use crate::grpc::ratelimit;
 use crate::locks::{Acquired, Locks};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -321,12 +321,19 @@ async fn leader(State(api): State<Api>, c: Call<pb::LeaderRequest>) -> Answer {
 /// line (`{"leader": ...}`), or one server-sent event each when the
 /// client accepts `text/event-stream`. The stream ends with an error
 /// object (`{"error": ...}`) when this node stops leading.
-async fn observe(State(api): State<Api>, headers: HeaderMap, c: Call<pb::LeaderRequest>) -> Answer {
+async fn observe(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    uri: Uri,
+    c: Call<pb::LeaderRequest>,
+) -> Answer {
+    let end = StreamEnd::of(&uri)?;
     let name = c.body.name;
     let changes = api.locks.observe(&c.caller, name.clone()).await?;
     let stream = c.stream;
     Ok(json_lines(
         &headers,
+        end,
         changes.map(move |change| {
             // As the identity stands now (see the gRPC Observe).
             let now = stream
@@ -344,7 +351,13 @@ async fn observe(State(api): State<Api>, headers: HeaderMap, c: Call<pb::LeaderR
 /// Every lock event under a prefix, as Lock.Watch: one JSON object per
 /// line (`{"index": ..., "events": [...]}`), or one server-sent event each;
 /// the stream ends with an error object when the watch loses track.
-async fn watch(State(api): State<Api>, headers: HeaderMap, c: Call<pb::WatchRequest>) -> Answer {
+async fn watch(
+    State(api): State<Api>,
+    headers: HeaderMap,
+    uri: Uri,
+    c: Call<pb::WatchRequest>,
+) -> Answer {
+    let end = StreamEnd::of(&uri)?;
     let events = api
         .locks
         .watch(c.caller.clone(), c.body.prefix, c.body.after_index)?;
@@ -362,13 +375,48 @@ async fn watch(State(api): State<Api>, headers: HeaderMap, c: Call<pb::WatchRequ
         };
         futures::future::ready(answer)
     });
-    Ok(json_lines(&headers, events))
+    Ok(json_lines(&headers, end, events))
+}
+
+/// When a stream ends by itself: the optional `timeoutMs` query parameter
+/// of `watch` and `observe` (1..=`MAX_WAIT_MS`), as Kubernetes' watch has
+/// `timeoutSeconds`. It serves callers that cannot cancel a request
+/// mid-body, such as a shell's `curl` or a request-per-poll client: the
+/// answer then ends cleanly after that long, and the caller opens the next
+/// one where it left off (`afterIndex` for a watch). Absent, the stream
+/// lasts until the caller goes away or this node stops leading.
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StreamEnd {
+    timeout_ms: Option<u64>,
+}
+
+impl StreamEnd {
+    fn of(uri: &Uri) -> Result<Option<std::time::Duration>, HttpError> {
+        let axum::extract::Query(q) = axum::extract::Query::<StreamEnd>::try_from_uri(uri)
+            .map_err(|e| {
+                HttpError::invalid(format!(
+                    "the query is not this call's parameters (timeoutMs): {}",
+                    e.body_text()
+                ))
+            })?;
+        match q.timeout_ms {
+            None => Ok(None),
+            Some(ms @ 1..=raftlock_proto::limits::MAX_WAIT_MS) => {
+                Ok(Some(std::time::Duration::from_millis(ms)))
+            }
+            Some(ms) => Err(HttpError::invalid(format!(
+                "timeoutMs of {ms} is out of range 1..={}",
+                raftlock_proto::limits::MAX_WAIT_MS
+            ))),
+        }
+    }
 }
 
 /// A stream of JSON objects as newline-delimited JSON, or as server-sent
 /// events when the client accepts `text/event-stream`; an error ends it as
-/// an `{"error": ...}` object.
-fn json_lines<S>(headers: &HeaderMap, items: S) -> Response
+/// an `{"error": ...}` object, and `end` (if any) ends it quietly.
+fn json_lines<S>(headers: &HeaderMap, end: Option<std::time::Duration>, items: S) -> Response
 where
     S: futures::Stream<Item = Result<serde_json::Result<String>, NodeError>> + Send + 'static,
 {
@@ -383,7 +431,11 @@ where
         failed |= item.is_err();
         futures::future::ready(go)
     });
-    let frames = items.map(move |item| {
+    let deadline = match end {
+        Some(d) => futures::future::Either::Left(tokio::time::sleep(d)),
+        None => futures::future::Either::Right(futures::future::pending::<()>()),
+    };
+    let frames = items.take_until(deadline).map(move |item| {
         let line = match item {
             Ok(json) => json,
             Err(e) => serde_json::to_string(&serde_json::json!({

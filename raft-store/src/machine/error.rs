@@ -166,6 +166,17 @@ pub enum LeaseError {
         /// Its burst.
         burst: u64,
     },
+    /// A take of more tokens than the existing limit's burst: it could
+    /// never be admitted.
+    #[error("{n} tokens is more than rate limit {name:?}'s burst of {burst}: it could never be admitted")]
+    MoreThanBurst {
+        /// Limit name.
+        name: String,
+        /// Tokens asked for.
+        n: u64,
+        /// The limit's burst.
+        burst: u64,
+    },
     /// Too many rate limits.
     #[error("the cluster already has {max} rate limits; delete one first")]
     TooManyLimits {
@@ -218,6 +229,7 @@ impl LeaseError {
             LeaseError::TooManySizes { .. } => "too-many-sizes",
             LeaseError::LimitNotFound { .. } => "limit-not-found",
             LeaseError::LimitConflict { .. } => "limit-conflict",
+            LeaseError::MoreThanBurst { .. } => "more-than-burst",
             LeaseError::TooManyLimits { .. } => "too-many-limits",
             LeaseError::NotLeaseOwner { .. } => "not-lease-owner",
         }

@@ -274,7 +274,13 @@ impl LeaseMachine {
         if let Some(b) = self.buckets.get(t.name) {
             if t.spec.is_none_or(|s| s == b.spec) {
                 if t.n > b.spec.burst {
-                    return Err(more_than_burst(t.name, t.n, b.spec.burst));
+                    // The take is well formed; the limit as it stands
+                    // cannot serve it.
+                    return Err(LeaseError::MoreThanBurst {
+                        name: t.name.to_owned(),
+                        n: t.n,
+                        burst: b.spec.burst,
+                    });
                 }
                 if t.lease_ms > 0 && b.leases.len() >= limits::MAX_TOKEN_LEASES_PER_LIMIT {
                     return Err(LeaseError::InvalidArgument(format!(

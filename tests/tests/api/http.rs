@@ -201,7 +201,7 @@ async fn a_lock_over_json_queues_hands_over_and_fences() {
         json!({"sessionId": a, "name": "http/job", "token": token_a.to_string()}),
     )
     .await;
-    assert_eq!(stale.status, 400);
+    assert_eq!(stale.status, 409);
     assert_eq!(stale.json()["reason"], "NOT_HOLDER");
     // Keep-alive and close over JSON.
     let k = ok(&l, "/v1/session/keepalive", json!({"sessionId": b})).await;

@@ -296,9 +296,11 @@ async fn bad_parameters_and_unknown_limits_get_precise_errors_and_change_nothing
         (r#"{"name": "rl/b"}"#, 404, "LIMIT_NOT_FOUND"),
         (
             r#"{"name": "rl/a", "limit": {"rate": 5, "burst": 2}}"#,
-            400,
+            409,
             "LIMIT_CONFLICT",
         ),
+        // Well formed, but more than the existing limit's burst of 10.
+        (r#"{"name": "rl/a", "n": 11}"#, 409, "LIMIT_CONFLICT"),
     ];
     for (body, status, reason) in refused {
         let r = http_call(&addr, "POST", "/v1/ratelimit/take", &[], body)

@@ -246,7 +246,7 @@ async fn bad_http_input_gets_a_precise_4xx_and_changes_nothing() {
                 "release with a wrong token",
                 "/v1/lock/release",
                 format!(r#"{{"sessionId": "{s}", "name": "{SENTINEL}", "token": "1"}}"#),
-                400,
+                409,
                 "STALE_TOKEN",
             ),
         ],
