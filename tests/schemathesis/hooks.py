@@ -100,7 +100,9 @@ def before_call(ctx: Any, case: Any, kwargs: dict[str, Any]) -> None:
         # An invalid case may still open a stream the server accepts (one
         # whose invalid part the server reads leniently): it must end too.
         if case.operation.path in ("/v1/lock/watch", "/v1/election/observe"):
-            case.query.setdefault("timeoutMs", STREAM_MS)
+            ms = case.query.setdefault("timeoutMs", STREAM_MS)
+            if isinstance(ms, int) and STREAM_MS < ms <= 3_600_000:
+                case.query["timeoutMs"] = STREAM_MS
         return
     if isinstance(case.body, dict):
         _keep_within_rules(case.operation.path, case.body, case.query)
