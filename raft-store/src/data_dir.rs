@@ -374,15 +374,15 @@ impl DataDir {
             crate::wal::core::Core::open(dir, crate::wal::SEGMENT_BYTES).map_err(wal_io)?;
         let mut records = Vec::new();
         if let Some(p) = &image.purged {
-            records.push(crate::wal::core::Encoded::purge(p).map_err(wal_io)?);
+            records.push(crate::wal::format::Encoded::purge(p).map_err(wal_io)?);
         }
         if let Some(v) = &image.vote {
-            records.push(crate::wal::core::Encoded::vote(v).map_err(wal_io)?);
+            records.push(crate::wal::format::Encoded::vote(v).map_err(wal_io)?);
         }
         for e in image.entries.values() {
-            records.push(crate::wal::core::Encoded::entry(e).map_err(wal_io)?);
+            records.push(crate::wal::format::Encoded::entry(e).map_err(wal_io)?);
         }
-        records.push(crate::wal::core::Encoded::committed(&image.committed).map_err(wal_io)?);
+        records.push(crate::wal::format::Encoded::committed(&image.committed).map_err(wal_io)?);
         core.write(&records).map_err(wal_io)?;
         core.sync().map_err(wal_io)?;
         drop(core);

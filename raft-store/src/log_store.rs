@@ -5,7 +5,7 @@
 //! WAL's records share.
 
 use crate::types::{Entry, LogId, NodeId};
-use crate::wal::core::LogImage;
+use crate::wal::format::LogImage;
 use openraft::{StorageIOError, Vote};
 use std::io;
 use std::path::Path;

@@ -3,8 +3,9 @@
 //! tail, restarts that reuse the segment, a format 1 log, a failed sync.
 //! The random runs are in `tests.rs`.
 
-use super::core::{Core, Encoded};
+use super::core::Core;
 use super::disk::SimDir;
+use super::format::Encoded;
 use super::tests::{answered, append, entry, flip, flushed_reaches, Reports, SEGMENT};
 
 /// Writes entries 1..=n, one synced batch each.
@@ -138,7 +139,7 @@ fn restarts_go_on_in_the_same_segment() {
 fn v1_segment(disk: &SimDir, n: u64) {
     use super::disk::{WalDir, WalFile};
     let mut bytes = Vec::new();
-    bytes.extend_from_slice(super::core::MAGIC);
+    bytes.extend_from_slice(super::format::MAGIC);
     bytes.extend_from_slice(&1u32.to_le_bytes());
     bytes.extend_from_slice(&[0; 4]);
     bytes.extend(Encoded::committed(&None).unwrap().bytes);

@@ -1,6 +1,7 @@
 //! raftlock's own write-ahead log for the Raft log, the vote and the
 //! committed index, in the way of etcd's `wal` and hashicorp's raft-wal:
-//! preallocated segment files of checksummed records (`core`), one writer
+//! preallocated segment files of checksummed records (`format`, written
+//! by `core`), one writer
 //! thread that takes every record queued meanwhile and makes them durable
 //! with one write and one `fdatasync` (group commit), the vote synced
 //! before it is answered, and recovery that stops at the first torn or
@@ -10,10 +11,12 @@
 
 pub mod core;
 pub mod disk;
+pub mod format;
 pub mod recover;
 
-use self::core::{Core, Effect, Encoded, LogImage, RecoveryReport};
+use self::core::{Core, RecoveryReport};
 use self::disk::{FsDir, WalDir};
+use self::format::{Effect, Encoded, LogImage};
 use crate::types::{Entry, LogId, NodeId, StorageError, TypeConfig};
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{LogState, OptionalSend, RaftLogReader, StorageIOError, Vote};
@@ -24,7 +27,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, RwLock};
 
-pub use self::core::SEGMENT_BYTES;
+pub use self::format::SEGMENT_BYTES;
 
 /// Reads the log in directory `path` without writing anything (offline
 /// tools: `raftlockd check`, `recover`): the image recovery would start

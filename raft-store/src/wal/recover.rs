@@ -11,11 +11,11 @@
 //! that a later one proves durable) is damage, and recovery refuses with a
 //! [`Damage`] that names the file, the offset and the last good entry.
 
-use super::core::{
+use super::disk::{WalDir, WalFile};
+use super::format::{
     segment_name, BatchHeader, LogImage, RecordIn, BATCH_HEADER, BATCH_MAGIC, FRAME_LEN,
     HEADER_LEN, MAGIC, MAX_RECORD, V1, WAL_VERSION,
 };
-use super::disk::{WalDir, WalFile};
 use std::io;
 
 /// A log that cannot be trusted: bytes that were durable are damaged. The
@@ -210,7 +210,7 @@ pub(crate) fn read_log<D: WalDir>(dir: &D) -> io::Result<Recovered> {
     let mut seqs: Vec<u64> = dir
         .list()?
         .iter()
-        .filter_map(|n| super::core::parse_segment_name(n))
+        .filter_map(|n| super::format::parse_segment_name(n))
         .collect();
     seqs.sort_unstable();
     let mut out = Recovered {
@@ -363,7 +363,7 @@ fn read_batches<F: WalFile>(
         if len > MAX_RECORD {
             return Ok(Stop::Bad(at, format!("a batch that claims {len} bytes")));
         }
-        let padded = super::core::padded(BATCH_HEADER as u64 + len as u64);
+        let padded = super::format::padded(BATCH_HEADER as u64 + len as u64);
         let whole = reader.get(at, padded as usize)?;
         if whole.len() as u64 != padded {
             return Ok(Stop::Bad(
@@ -497,7 +497,7 @@ fn scan_tail<F: WalFile>(
                         }
                     }
                 }
-                o += super::core::ALIGN as usize;
+                o += super::format::ALIGN as usize;
             }
         }
         if chunk.len() < SCAN_CHUNK {

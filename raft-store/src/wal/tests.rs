@@ -3,8 +3,9 @@
 //! everything that was synced, and of what was written after the last sync
 //! at most a prefix of whole records, never anything else.
 
-use super::core::{Core, Encoded, LogImage};
+use super::core::Core;
 use super::disk::SimDir;
+use super::format::{Encoded, LogImage};
 use crate::machine::{Command, Mode, RequestId};
 use crate::types::{Entry, LogId, Proposal};
 use openraft::{CommittedLeaderId, EntryPayload, Vote};
@@ -415,8 +416,8 @@ proptest! {
         let mut f = disk.create("0000000000000000.wal").unwrap();
         let mut bytes = Vec::new();
         if with_header {
-            bytes.extend_from_slice(super::core::MAGIC);
-            bytes.extend_from_slice(&super::core::WAL_VERSION.to_le_bytes());
+            bytes.extend_from_slice(super::format::MAGIC);
+            bytes.extend_from_slice(&super::format::WAL_VERSION.to_le_bytes());
             bytes.extend_from_slice(&[0; 4]);
         }
         if with_header && with_batch {

@@ -1,6 +1,6 @@
-//! The workspace's shape, checked like its behaviour: within each crate,
-//! top-level modules import each other without loops (a loop means none of
-//! them can be read, changed or tested alone), and no source file grows past
+//! The workspace's shape, checked like its behaviour: within each crate, and
+//! within each folder of a crate, modules import each other without loops (a
+//! loop means none of them can be read, changed or tested alone), and no source file grows past
 //! 800 lines without saying why at its top.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,13 +34,27 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The top-level module a file of `src` belongs to (`None` for the crate
-/// root and binaries' roots).
-fn top_module(src: &Path, file: &Path) -> Option<String> {
+/// The module path of a file of `src` (`["locks", "acquire"]` for
+/// `locks/acquire.rs`, `["locks"]` for `locks/mod.rs`, `[]` for the crate
+/// root and binaries' roots, `None` for files no module path names).
+fn module_path(src: &Path, file: &Path) -> Option<Vec<String>> {
     let rel = file.strip_prefix(src).ok()?;
-    let first = rel.components().next()?.as_os_str().to_str()?;
-    let name = first.strip_suffix(".rs").unwrap_or(first);
-    (!matches!(name, "lib" | "main" | "bin")).then(|| name.to_owned())
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_str().map(str::to_owned))
+        .collect::<Option<_>>()?;
+    let last = parts.pop()?;
+    if parts.first().is_some_and(|p| p == "bin") {
+        return Some(Vec::new());
+    }
+    let stem = last.strip_suffix(".rs")?;
+    if parts.is_empty() && matches!(stem, "lib" | "main") {
+        return Some(Vec::new());
+    }
+    if stem != "mod" {
+        parts.push(stem.to_owned());
+    }
+    Some(parts)
 }
 
 /// The code of a file without its `#[cfg(test)]` part and comments: tests
@@ -56,62 +70,146 @@ fn code(text: &str) -> String {
         .join("\n")
 }
 
-/// The top-level modules `code` names through `crate::` paths, grouped
-/// imports (`use crate::{a, b::C}`) included.
-fn crate_references(code: &str) -> BTreeSet<String> {
-    let ident = |s: &str| -> String {
-        s.trim_start()
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect()
-    };
-    let mut out = BTreeSet::new();
-    for (i, _) in code.match_indices("crate::") {
-        let rest = &code[i + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            // Only the first segment of each item: `{a::X, b}` names a, b.
-            let mut depth = 0;
-            let mut item_start = true;
-            for (j, c) in group.char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => {
-                        item_start = true;
-                        continue;
+/// The paths a use tree or path expression starting at `s` names, grouped
+/// imports expanded: `a::{b, c::{D, E}}` names `a::b`, `a::c::D`, `a::c::E`;
+/// and how many bytes of `s` it takes.
+fn use_tree(s: &str) -> (Vec<Vec<String>>, usize) {
+    fn ident(s: &str) -> (&str, &str) {
+        let s = s.trim_start();
+        let end = s
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(s.len());
+        (&s[..end], &s[end..])
+    }
+    fn tree<'a>(mut s: &'a str, prefix: &[String], out: &mut Vec<Vec<String>>) -> &'a str {
+        let mut path = prefix.to_vec();
+        loop {
+            let t = s.trim_start();
+            if let Some(group) = t.strip_prefix('{') {
+                s = group;
+                loop {
+                    s = tree(s, &path, out);
+                    let t = s.trim_start();
+                    if let Some(rest) = t.strip_prefix(',') {
+                        s = rest;
+                        if let Some(rest) = s.trim_start().strip_prefix('}') {
+                            return rest;
+                        }
+                    } else {
+                        return t.strip_prefix('}').unwrap_or(t);
                     }
-                    _ => {}
-                }
-                if item_start && !c.is_whitespace() {
-                    out.insert(ident(&group[j..]));
-                    item_start = false;
                 }
             }
-        } else {
-            out.insert(ident(rest));
+            let (name, rest) = ident(t);
+            if name.is_empty() {
+                if path.len() > prefix.len() {
+                    out.push(path);
+                }
+                return t;
+            }
+            path.push(name.to_owned());
+            match rest.strip_prefix("::") {
+                Some(more) => s = more,
+                None => {
+                    out.push(path);
+                    return rest;
+                }
+            }
         }
     }
-    out.retain(|m| !m.is_empty() && m.chars().next().is_some_and(char::is_lowercase));
+    let mut out = Vec::new();
+    let rest = tree(s, &[], &mut out);
+    (out, s.len() - rest.len())
+}
+
+/// The absolute module paths `code`, the code of the module at `at`, names
+/// through `crate::`, `super::` and `self::` paths, grouped imports
+/// (`use crate::{a, b::C}`) included.
+fn references(code: &str, at: &[String]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    // Where the last path read ends: a `super::` inside a group is part of it.
+    let mut read_to = 0;
+    for (i, _) in code.match_indices("::") {
+        if i < read_to {
+            continue;
+        }
+        let start = code[..i]
+            .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .map_or(0, |j| j + 1);
+        if !matches!(&code[start..i], "crate" | "super" | "self") {
+            continue;
+        }
+        let (paths, len) = use_tree(&code[start..]);
+        read_to = start + len;
+        for path in paths {
+            let mut abs: Vec<String> = Vec::new();
+            let mut segments = path.into_iter().peekable();
+            match segments.peek().map(String::as_str) {
+                Some("crate") => {
+                    segments.next();
+                }
+                Some("self") => {
+                    segments.next();
+                    abs = at.to_vec();
+                }
+                _ => {
+                    abs = at.to_vec();
+                    while segments.peek().is_some_and(|s| s == "super") {
+                        segments.next();
+                        abs.pop();
+                    }
+                }
+            }
+            abs.extend(segments);
+            out.push(abs);
+        }
+    }
     out
 }
 
-/// Edges between the top-level modules of the crate whose sources are in
-/// `src`.
-fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+/// Edges between the child modules of the module `folder` (`[]` for the
+/// crate root) of the crate whose sources are in `src`: which of them each
+/// one's code names. A reference into a child's own submodules is an edge
+/// to that child.
+fn module_graph(src: &Path, folder: &[String]) -> BTreeMap<String, BTreeSet<String>> {
     let mut files = Vec::new();
     rust_files(src, &mut files);
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for f in files {
-        let Some(module) = top_module(src, &f) else {
+        let Some(at) = module_path(src, &f) else {
+            continue;
+        };
+        let Some(child) = at.strip_prefix(folder).and_then(|rest| rest.first()) else {
             continue;
         };
         let text = std::fs::read_to_string(&f).expect("readable source");
-        let refs = crate_references(&code(&text));
-        let edges = graph.entry(module.clone()).or_default();
-        edges.extend(refs.into_iter().filter(|r| *r != module));
+        let edges = graph.entry(child.clone()).or_default();
+        for r in references(&code(&text), &at) {
+            if let Some(target) = r.strip_prefix(folder).and_then(|rest| rest.first()) {
+                let lower = target.chars().next().is_some_and(char::is_lowercase);
+                if lower && target != child {
+                    edges.insert(target.clone());
+                }
+            }
+        }
     }
     graph
+}
+
+/// Every module of the crate in `src` that has child modules, the crate
+/// root (`[]`) first.
+fn folders(src: &Path) -> Vec<Vec<String>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut out: BTreeSet<Vec<String>> = [Vec::new()].into();
+    for f in files {
+        if let Some(mut at) = module_path(src, &f) {
+            while at.pop().is_some() {
+                out.insert(at.clone());
+            }
+        }
+    }
+    out.into_iter().collect()
 }
 
 /// One loop of the graph, if it has any (as the modules along it).
@@ -158,13 +256,28 @@ const CRATES: [&str; 7] = [
     "deploy/local",
 ];
 
+/// The import loops among the children of every folder of every crate.
+fn loops_in(src: &Path) -> Vec<String> {
+    let mut loops = Vec::new();
+    for folder in folders(src) {
+        if let Some(cycle) = find_loop(&module_graph(src, &folder)) {
+            let name = if folder.is_empty() {
+                "the crate root".to_owned()
+            } else {
+                folder.join("::")
+            };
+            loops.push(format!("{name}: {}", cycle.join(" -> ")));
+        }
+    }
+    loops
+}
+
 #[test]
 fn no_crate_has_modules_that_import_each_other_in_a_loop() {
     let mut loops = Vec::new();
     for krate in CRATES {
-        let graph = module_graph(&workspace().join(krate).join("src"));
-        if let Some(cycle) = find_loop(&graph) {
-            loops.push(format!("{krate}: {}", cycle.join(" -> ")));
+        for l in loops_in(&workspace().join(krate).join("src")) {
+            loops.push(format!("{krate}, in {l}"));
         }
     }
     assert!(
@@ -176,8 +289,33 @@ fn no_crate_has_modules_that_import_each_other_in_a_loop() {
 
 #[test]
 fn the_loop_finder_finds_loops_and_grouped_imports() {
-    let refs = crate_references("use crate::{a::X, b, c::{D, E}};\nlet x = crate::d::f();");
-    assert_eq!(refs, ["a", "b", "c", "d"].map(String::from).into());
+    let at = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let refs = references(
+        "use crate::{a::X, b, c::{D, e::F}};\nlet x = crate::d::f();",
+        &[],
+    );
+    assert_eq!(
+        refs,
+        [
+            at(&["a", "X"]),
+            at(&["b"]),
+            at(&["c", "D"]),
+            at(&["c", "e", "F"]),
+            at(&["d", "f"])
+        ]
+    );
+    // Relative paths resolve from the module that writes them.
+    assert_eq!(
+        references(
+            "use super::{waits, super::grpc::X};",
+            &at(&["locks", "acquire"])
+        ),
+        [at(&["locks", "waits"]), at(&["grpc", "X"])]
+    );
+    assert_eq!(
+        references("self::inner::f()", &at(&["locks"])),
+        [at(&["locks", "inner", "f"])]
+    );
     let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     g.insert("a".into(), ["b".to_owned()].into());
     g.insert("b".into(), ["c".to_owned()].into());
@@ -189,7 +327,50 @@ fn the_loop_finder_finds_loops_and_grouped_imports() {
         Some(["a", "b", "c", "a"].map(String::from).to_vec())
     );
     // A test module's imports and a comment's path are not dependencies.
-    assert!(crate_references(&code("// crate::x\n#[cfg(test)]\nuse crate::y;")).is_empty());
+    assert!(references(&code("// crate::x\n#[cfg(test)]\nuse crate::y;"), &[]).is_empty());
+}
+
+/// A loop between two files of one folder, through `super::` one way and
+/// `crate::` the other, is found, and named by its folder; the same files
+/// without the loop pass.
+#[test]
+fn a_loop_inside_a_folder_is_found() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path().join("src");
+    let write = |rel: &str, text: &str| {
+        let p = src.join(rel);
+        std::fs::create_dir_all(p.parent().expect("has a parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    };
+    write("lib.rs", "pub mod locks;\npub mod server;\n");
+    write("server.rs", "use crate::locks::acquire::Acquire;\n");
+    write("locks/mod.rs", "pub mod acquire;\npub mod waits;\n");
+    write(
+        "locks/acquire.rs",
+        "use super::waits::Waits;\npub struct Acquire;\n",
+    );
+    write("locks/waits.rs", "pub struct Waits;\n");
+    assert_eq!(loops_in(&src), Vec::<String>::new());
+    write(
+        "locks/waits.rs",
+        "use crate::locks::{acquire::Acquire};\npub struct Waits;\n",
+    );
+    assert_eq!(
+        loops_in(&src),
+        ["locks: acquire -> waits -> acquire".to_owned()]
+    );
+    // One level down: a file of a nested folder reaches its parent's sibling.
+    write("locks/waits.rs", "pub struct Waits;\n");
+    write("locks/acquire.rs", "pub mod step;\npub struct Acquire;\n");
+    write("locks/acquire/step.rs", "use super::super::waits::Waits;\n");
+    write(
+        "locks/waits.rs",
+        "use super::acquire::Acquire;\npub struct Waits;\n",
+    );
+    assert_eq!(
+        loops_in(&src),
+        ["locks: acquire -> waits -> acquire".to_owned()]
+    );
 }
 
 #[test]
