@@ -354,6 +354,73 @@ impl Api {
     }
 }
 
+/// OpenAPI links, so that a client (and schemathesis's stateful phase) can
+/// see where the identifiers an operation needs come from: a new session's
+/// id goes to every operation that takes one, and a grant's token to the
+/// calls that end it.
+fn link_operations(api: &Api, paths: &mut Map<String, Value>) {
+    let route = |grpc: &str| {
+        raftlock_proto::http::ROUTES
+            .iter()
+            .find(|r| r.grpc.ends_with(grpc))
+    };
+    let takes = |r: &raftlock_proto::http::Route, field: &str| {
+        api.messages
+            .get(r.request)
+            .is_some_and(|(m, _)| m.field.iter().any(|f| f.json_name() == field))
+    };
+    let op_id = |r: &raftlock_proto::http::Route| {
+        r.grpc.trim_start_matches("raftlock.v1.").replace('/', ".")
+    };
+    let mut links: Vec<(&str, String, Value)> = Vec::new();
+    for target in raftlock_proto::http::ROUTES {
+        if takes(target, "sessionId") && !target.grpc.ends_with("Session/Create") {
+            links.push((
+                "Session/Create",
+                op_id(target),
+                json!({
+                    "operationId": op_id(target),
+                    "requestBody": { "sessionId": "$response.body#/sessionId" },
+                }),
+            ));
+        }
+    }
+    for (source, target, grant) in [
+        ("Lock/Acquire", "Lock/Release", "grant"),
+        ("Election/Campaign", "Election/Resign", "leader"),
+        ("Election/Campaign", "Election/Proclaim", "leader"),
+    ] {
+        if let Some(target) = route(target) {
+            links.push((
+                source,
+                op_id(target),
+                json!({
+                    "operationId": op_id(target),
+                    "requestBody": {
+                        "sessionId": "$request.body#/sessionId",
+                        "name": "$request.body#/name",
+                        "token": format!("$response.body#/{grant}/token"),
+                    },
+                }),
+            ));
+        }
+    }
+    for (source, name, link) in links {
+        let Some(r) = route(source) else { continue };
+        let answer = paths
+            .get_mut(r.path)
+            .and_then(|item| item.get_mut("post"))
+            .and_then(|op| op.pointer_mut("/responses/200"))
+            .and_then(Value::as_object_mut);
+        if let Some(answer) = answer {
+            let all = answer.entry("links").or_insert_with(|| json!({}));
+            if let Some(all) = all.as_object_mut() {
+                all.insert(name, link);
+            }
+        }
+    }
+}
+
 /// The OpenAPI 3.0 document of the HTTP API.
 pub fn document() -> Value {
     let api = Api::load();
@@ -428,6 +495,7 @@ pub fn document() -> Value {
         }
         paths.insert(r.path.into(), Value::Object(item));
     }
+    link_operations(&api, &mut paths);
     // Everything the routes' messages reach.
     let mut schemas = Map::new();
     let mut pending: Vec<String> = refs.iter().cloned().collect();

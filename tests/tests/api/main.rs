@@ -1,4 +1,4 @@
-//! The API as clients use it: exactly-once requests, the Rust client, pipelining, typed error reasons, the examples and the Python, TypeScript and Go clients.
+//! The API as clients use it: exactly-once requests, the Rust client, pipelining, typed error reasons, the examples, the Python, TypeScript and Go clients, and the HTTP API against its OpenAPI document.
 //!
 //! One test binary per area; each module is one topic.
 
@@ -15,5 +15,6 @@ mod python_client;
 mod ratelimit;
 mod reasons;
 mod reasons_more;
+mod schemathesis;
 mod typescript_client;
 mod watch;
