@@ -4,8 +4,15 @@
 //! wins over the ones before. `raftlockd --print-config` shows the result
 //! with where every value came from.
 
+mod args;
+mod cluster;
+
 pub use crate::error::ConfigError;
+pub use args::NodeArgs;
 use clap::Args;
+pub use cluster::{
+    cluster_id, id_from_hostname, member_nodes, parse_initial_cluster, InitialMember,
+};
 use figment::providers::{Env, Format, Serialized, Toml};
 use figment::value::{Dict, Map};
 use figment::{Figment, Metadata, Profile, Provider};
@@ -18,156 +25,6 @@ use std::time::Duration;
 /// 1.2 s (openraft 0.9 waits lease + timeout), while only a silence of at
 /// least 900 ms, nine heartbeats, starts an election.
 pub const DEFAULT_ELECTION_TIMEOUT_MS: u64 = 300;
-
-/// Flags of a node.
-#[derive(Args, Clone, Debug, Default, Serialize)]
-pub struct NodeArgs {
-    /// TOML file with any of the settings below (keys as the flags, with
-    /// underscores: `data_dir = "/var/lib/raftlock"`).
-    #[arg(long, env = "RAFTLOCK_CONFIG")]
-    #[serde(skip)]
-    pub config: Option<PathBuf>,
-    /// Print the effective configuration, with where each value came from
-    /// (default, config file, environment variable or flag), and exit.
-    #[arg(long)]
-    #[serde(skip)]
-    pub print_config: bool,
-    /// This node's id (a positive integer unique in the cluster).
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<u64>,
-    /// Take the id from the host name's trailing number plus one
-    /// (`raftlock-0` is node 1): a Kubernetes StatefulSet's pod ordinal.
-    #[arg(long, conflicts_with = "id")]
-    #[serde(skip_serializing_if = "is_false")]
-    pub id_from_hostname: bool,
-    /// Where the node keeps its Raft log and snapshots.
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub data_dir: Option<PathBuf>,
-    /// Address for clients to connect to [default: 127.0.0.1:7000].
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub listen_client: Option<String>,
-    /// Address for peer (Raft) traffic [default: 127.0.0.1:7100].
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub listen_peer: Option<String>,
-    /// Client address other nodes hand to clients [default: --listen-client].
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub advertise_client: Option<String>,
-    /// Peer address other nodes use to reach this one [default: --listen-peer].
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub advertise_peer: Option<String>,
-    /// Members for a first start: `1=peer_host:port/client_host:port,2=...`
-    /// (the `/client` part may be left out when it is the peer address with
-    /// the port lowered by 100). Used only when the data dir is empty; later
-    /// starts recover from the data dir.
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub initial_cluster: Option<String>,
-    /// Raft heartbeat interval in ms [default: 100].
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub heartbeat_ms: Option<u64>,
-    /// Lowest election timeout in ms [default: 300]; the highest is twice
-    /// it. A follower that has seen a leader waits the highest timeout
-    /// (the leader's lease) plus a random one before it stands, so a dead
-    /// leader is replaced after 3 to 4 times this.
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub election_timeout_ms: Option<u64>,
-    /// Entries between snapshots [default: 10000].
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub snapshot_every: Option<u64>,
-    /// Size of each write-ahead log segment file, in MiB, preallocated
-    /// when it starts [default: 64; 1 to 1024]. Smaller segments suit a
-    /// small volume: a snapshot frees whole segments.
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wal_segment_mb: Option<u64>,
-    /// Commands with lock events each node remembers for watchers, so that
-    /// a watch can resume after a reconnect [default: 10000].
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub watch_history: Option<usize>,
-    /// Most commands the leader groups into one log entry (group commit:
-    /// one append and one fsync for all) [default: 1024; 1 turns grouping
-    /// off; at most 65536].
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_batch_commands: Option<usize>,
-    /// Log entries the leader has proposed and not yet applied at once
-    /// [default: 2; at most 64]. Commands that arrive meanwhile wait to
-    /// form the next entry; an entry of more than a few commands waits
-    /// until none is in flight, so load forms fewer, larger entries.
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub proposals_in_flight: Option<usize>,
-    /// How a leader's fsync and its followers' are ordered [default:
-    /// parallel]: `parallel` replicates an entry while the leader writes
-    /// it, so a commit waits for one fsync in series (no commit is visible
-    /// before the leader's copy is durable); `serial` writes it first, as
-    /// openraft alone does, for comparisons.
-    #[arg(long, value_enum)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub leader_flush: Option<LeaderFlush>,
-    /// Where a follower syncs the entries its leader sends [default:
-    /// inline]: `inline` writes and syncs them on the task that appends
-    /// them, which has nothing else to do meanwhile; `thread` hands them
-    /// to the log's writer thread, costing two thread wake-ups per entry,
-    /// for comparisons.
-    #[arg(long, value_enum)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub follower_flush: Option<FollowerFlush>,
-    /// Free space the data dir keeps in reserve, in MiB: below it the
-    /// leader refuses new sessions, acquires and takes (`NO_SPACE`) while
-    /// releases, closes and keep-alives go on [default: 256, or 5 % of a
-    /// smaller file system; 0 turns the alarm off].
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub space_reserve_mb: Option<u64>,
-    /// Fault injection, never for production: keep the log's writes in
-    /// memory until they are synced, so that killing the node loses what a
-    /// power loss would (for power-loss drills and tests).
-    #[arg(long, hide = true)]
-    #[serde(skip_serializing_if = "is_false")]
-    pub fault_lose_unsynced: bool,
-    /// Fault injection, never for production: add this many ms to every
-    /// fdatasync of the log (a slow disk, for fault-injection runs).
-    #[arg(long, hide = true)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fault_sync_delay_ms: Option<u64>,
-    /// Log format: text or json [default: text].
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub log_format: Option<String>,
-    /// Log filter, e.g. `info` or `debug,openraft=info` [default:
-    /// RUST_LOG, else `info,openraft=warn`].
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub log_level: Option<String>,
-    /// Address of the HTTP admin listener: /metrics (Prometheus), /health
-    /// and /ready [default: none, no listener].
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub listen_metrics: Option<String>,
-    /// Turns authentication on: a TOML file of roles and identities (bearer
-    /// token hashes, client certificate names); see docs/security.md
-    /// [default: off, every caller may do everything].
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub auth_file: Option<PathBuf>,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub tls: crate::tls::TlsArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub limits: crate::limits::LimitArgs,
-}
 
 /// How a leader orders its own fsync and its followers' (`--leader-flush`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -279,8 +136,8 @@ impl Default for Settings {
             snapshot_every: 10_000,
             wal_segment_mb: 64,
             watch_history: crate::locks::watch::DEFAULT_HISTORY,
-            max_batch_commands: crate::batch::MAX_BATCH,
-            proposals_in_flight: crate::batch::IN_FLIGHT,
+            max_batch_commands: crate::raft::batch::MAX_BATCH,
+            proposals_in_flight: crate::raft::batch::IN_FLIGHT,
             leader_flush: LeaderFlush::Parallel,
             follower_flush: FollowerFlush::Inline,
             space_reserve_mb: None,
@@ -365,26 +222,6 @@ fn environment() -> Env {
             let name = k.as_str().to_ascii_lowercase();
             paths.get(&name).cloned().unwrap_or(name).into()
         })
-}
-
-pub use raftlock_proto::cluster::InitialMember;
-
-/// The members of `--initial-cluster` as Raft knows nodes.
-pub fn member_nodes(
-    members: &BTreeMap<u64, InitialMember>,
-) -> BTreeMap<u64, raftlock_store::NodeInfo> {
-    members
-        .iter()
-        .map(|(id, m)| {
-            (
-                *id,
-                raftlock_store::NodeInfo {
-                    peer_addr: m.peer.clone(),
-                    client_addr: m.client.clone(),
-                },
-            )
-        })
-        .collect()
 }
 
 /// A complete, checked node configuration.
@@ -538,7 +375,7 @@ impl Settings {
     pub fn resolve(self) -> Result<NodeConfig, ConfigError> {
         let id = match (self.id, self.id_from_hostname) {
             (Some(id), _) => id,
-            (None, true) => id_from_hostname(&hostname()?)?,
+            (None, true) => id_from_hostname(&cluster::hostname()?)?,
             (None, false) => return Err(ConfigError::Missing("--id")),
         };
         if id == 0 {
@@ -586,12 +423,12 @@ impl Settings {
             });
         }
         let proposals_in_flight = self.proposals_in_flight;
-        if !(1..=crate::batch::MAX_IN_FLIGHT).contains(&proposals_in_flight) {
+        if !(1..=crate::raft::batch::MAX_IN_FLIGHT).contains(&proposals_in_flight) {
             return Err(ConfigError::Invalid {
                 setting: "--proposals-in-flight",
                 reason: format!(
                     "{proposals_in_flight} is not in 1..={}",
-                    crate::batch::MAX_IN_FLIGHT
+                    crate::raft::batch::MAX_IN_FLIGHT
                 ),
             });
         }
@@ -637,52 +474,6 @@ impl Settings {
             limits: self.limits.check()?,
         })
     }
-}
-
-fn hostname() -> Result<String, ConfigError> {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into buf.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return Err(ConfigError::Invalid {
-            setting: "--id-from-hostname",
-            reason: format!("gethostname failed: {}", std::io::Error::last_os_error()),
-        });
-    }
-    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-    Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
-}
-
-/// `raftlock-2` -> 3: the StatefulSet ordinal plus one (ids start at 1).
-pub fn id_from_hostname(host: &str) -> Result<u64, ConfigError> {
-    let short = host.split('.').next().unwrap_or(host);
-    short
-        .rsplit('-')
-        .next()
-        .and_then(|n| n.parse::<u64>().ok())
-        .map(|n| n + 1)
-        .ok_or_else(|| ConfigError::Invalid {
-            setting: "--id-from-hostname",
-            reason: format!("host name {host:?} does not end in -<number>"),
-        })
-}
-
-/// Parses `1=host:port/host:port,2=host:port` (the format's one parser
-/// is [`raftlock_proto::cluster::InitialCluster`]).
-pub fn parse_initial_cluster(spec: &str) -> Result<BTreeMap<u64, InitialMember>, ConfigError> {
-    spec.parse::<raftlock_proto::cluster::InitialCluster>()
-        .map(|c| c.0)
-        .map_err(|e| ConfigError::Invalid {
-            setting: "--initial-cluster",
-            reason: e.to_string(),
-        })
-}
-
-/// A stable id for the cluster an `--initial-cluster` describes, so that
-/// every member started with the same list derives the same id, and a data
-/// dir from another cluster is recognised.
-pub fn cluster_id(members: &BTreeMap<u64, InitialMember>) -> String {
-    raftlock_proto::cluster::InitialCluster(members.clone()).cluster_id()
 }
 
 #[cfg(test)]

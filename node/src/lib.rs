@@ -17,23 +17,14 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod admin;
 pub mod auth;
-pub mod batch;
-pub mod cluster_identity;
 pub mod config;
-pub mod confirm;
 pub mod error;
 pub mod grpc;
 pub mod http;
 pub mod limits;
 pub mod locks;
-pub mod network;
-pub mod node;
-pub mod peer_codec;
-pub mod reload;
+pub mod ops;
+pub mod raft;
 pub mod server;
-pub mod space;
 pub mod tls;
-pub mod transfer;
-pub mod ui;

@@ -162,7 +162,7 @@ async fn recover(a: RecoverArgs) -> anyhow::Result<()> {
                 MAX_FLOOR.saturating_sub(last_index)
             )
         })?;
-    let now = raftlock_node::batch::now_ms();
+    let now = raftlock_node::raft::batch::now_ms();
     let kept = a
         .data_dir
         .with_extension(format!("before-recovery-{}", now / 1000));

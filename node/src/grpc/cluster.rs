@@ -3,7 +3,7 @@
 use super::convert::status;
 use crate::auth::caller;
 use crate::error::NodeError;
-use crate::node::Node;
+use crate::raft::node::Node;
 use openraft::ServerState;
 use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1::cluster_server::Cluster as ClusterApi;
@@ -29,7 +29,7 @@ impl ClusterService {
 }
 
 fn members(node: &Node) -> (Vec<Member>, Vec<Member>) {
-    let m = node.raft.metrics().borrow().clone();
+    let m = node.metrics().borrow().clone();
     let membership = m.membership_config.membership();
     let voters: BTreeSet<u64> = membership.voter_ids().collect();
     let mut members = Vec::new();
@@ -72,7 +72,7 @@ fn raft_err<E: std::error::Error>(node: &Node, e: openraft::error::RaftError<u64
 /// This node's view of the cluster; with `want_counts`, the applied
 /// state's sizes, read linearizably. Shared by gRPC and HTTP.
 pub async fn status_of(node: &Node, want_counts: bool) -> Result<StatusResponse, NodeError> {
-    let m = node.raft.metrics().borrow().clone();
+    let m = node.metrics().borrow().clone();
     let role = match m.state {
         ServerState::Leader => Role::Leader,
         ServerState::Follower => Role::Follower,
@@ -82,7 +82,7 @@ pub async fn status_of(node: &Node, want_counts: bool) -> Result<StatusResponse,
     };
     let (members, learners) = members(node);
     let mut resp = StatusResponse {
-        node_id: node.id,
+        node_id: node.id(),
         role: role as i32,
         term: m.current_term,
         leader_id: m.current_leader.unwrap_or(0),
@@ -94,21 +94,21 @@ pub async fn status_of(node: &Node, want_counts: bool) -> Result<StatusResponse,
         sessions: 0,
         locks: 0,
         waiters: 0,
-        log_fsyncs: node.log_stats.fsyncs.load(Ordering::Relaxed),
-        log_entries_flushed: node.log_stats.entries.load(Ordering::Relaxed),
-        proposed_commands: node.batcher.stats().commands.load(Ordering::Relaxed),
-        proposed_entries: node.batcher.stats().entries.load(Ordering::Relaxed),
+        log_fsyncs: node.log_stats().fsyncs.load(Ordering::Relaxed),
+        log_entries_flushed: node.log_stats().entries.load(Ordering::Relaxed),
+        proposed_commands: node.proposal_stats().commands.load(Ordering::Relaxed),
+        proposed_entries: node.proposal_stats().entries.load(Ordering::Relaxed),
         process_cpu_micros: process_cpu_micros(),
         limits: Some(ServerLimits {
-            max_wait_ms: node.limits.max_wait_ms,
-            min_ttl_ms: node.limits.min_ttl_ms,
-            max_ttl_ms: node.limits.max_ttl_ms,
+            max_wait_ms: node.limits().max_wait_ms,
+            min_ttl_ms: node.limits().min_ttl_ms,
+            max_ttl_ms: node.limits().max_ttl_ms,
             max_name_bytes: raftlock_proto::limits::MAX_NAME_LEN as u32,
             max_metadata_bytes: raftlock_proto::limits::MAX_METADATA_LEN as u32,
             max_hold_ms: raftlock_proto::limits::MAX_HOLD_MS,
             max_lock_delay_ms: raftlock_proto::limits::MAX_LOCK_DELAY_MS,
             hold_caps: node
-                .limits
+                .limits()
                 .hold_caps
                 .iter()
                 .map(|r| raftlock_proto::v1::HoldCapRule {
@@ -119,18 +119,12 @@ pub async fn status_of(node: &Node, want_counts: bool) -> Result<StatusResponse,
                 .collect(),
         }),
     };
-    if let Some(c) = node
-        .raft
-        .with_raft_state(|s| s.committed.map(|l| l.index))
-        .await
-        .ok()
-        .flatten()
-    {
+    if let Some(c) = node.committed_index().await {
         resp.commit_index = c;
     }
     if want_counts {
         node.linearizable().await?;
-        let (sessions, locks, waiters) = node.state.read().machine.counts();
+        let (sessions, locks, waiters) = node.state().read().machine.counts();
         resp.sessions = sessions as u64;
         resp.locks = locks as u64;
         resp.waiters = waiters as u64;
@@ -140,7 +134,7 @@ pub async fn status_of(node: &Node, want_counts: bool) -> Result<StatusResponse,
 
 #[tonic::async_trait]
 impl ClusterApi for ClusterService {
-    #[tracing::instrument(name = "cluster.status", level = "debug", skip_all, fields(node = self.node.id))]
+    #[tracing::instrument(name = "cluster.status", level = "debug", skip_all, fields(node = self.node.id()))]
     async fn status(
         &self,
         req: Request<StatusRequest>,
@@ -150,7 +144,7 @@ impl ClusterApi for ClusterService {
         ))
     }
 
-    #[tracing::instrument(name = "cluster.add_learner", skip_all, fields(node = self.node.id))]
+    #[tracing::instrument(name = "cluster.add_learner", skip_all, fields(node = self.node.id()))]
     async fn add_learner(
         &self,
         req: Request<AddLearnerRequest>,
@@ -169,7 +163,7 @@ impl ClusterApi for ClusterService {
         };
         let resp = self
             .node
-            .raft
+            .membership_admin()
             .add_learner(r.node_id, info, false)
             .await
             .map_err(|e| raft_err(&self.node, e))?;
@@ -180,7 +174,7 @@ impl ClusterApi for ClusterService {
             let target = resp.log_id.index;
             let learner = r.node_id;
             let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-            let mut metrics = self.node.raft.metrics();
+            let mut metrics = self.node.metrics();
             loop {
                 let matched = metrics
                     .borrow()
@@ -220,7 +214,7 @@ impl ClusterApi for ClusterService {
         let r = req.into_inner();
         let voters: BTreeSet<u64> = r.voters.into_iter().collect();
         let drop: BTreeSet<u64> = r.remove_learners.into_iter().collect();
-        let span = tracing::info_span!("cluster.change_membership", node = self.node.id, voters = ?voters, remove_learners = ?drop);
+        let span = tracing::info_span!("cluster.change_membership", node = self.node.id(), voters = ?voters, remove_learners = ?drop);
         async {
             if voters.is_empty() && drop.is_empty() {
                 return Err(reason::status(
@@ -232,7 +226,7 @@ impl ClusterApi for ClusterService {
             if !voters.is_empty() {
                 let resp = self
                     .node
-                    .raft
+                    .membership_admin()
                     .change_membership(voters, r.retain_as_learners)
                     .await
                     .map_err(|e| raft_err(&self.node, e))?;
@@ -241,7 +235,7 @@ impl ClusterApi for ClusterService {
             if !drop.is_empty() {
                 let resp = self
                     .node
-                    .raft
+                    .membership_admin()
                     .change_membership(openraft::ChangeMembers::RemoveNodes(drop), false)
                     .await
                     .map_err(|e| raft_err(&self.node, e))?;
@@ -262,17 +256,17 @@ impl ClusterApi for ClusterService {
         req: Request<BackupRequest>,
     ) -> Result<Response<Self::BackupStream>, Status> {
         caller(&req)?.check_cluster_admin("take a backup")?;
-        let span = tracing::info_span!("cluster.backup", node = self.node.id);
+        let span = tracing::info_span!("cluster.backup", node = self.node.id());
         let (bytes, last_index) = async {
             // Everything acknowledged before this call is in the copy.
             self.node.linearizable().await.map_err(status)?;
-            let state = self.node.state.read();
+            let state = self.node.state().read();
             let last_index = state.last_applied.map(|l| l.index).unwrap_or(0);
             let bytes = raftlock_store::backup::encode(
                 &state.machine,
                 last_index,
-                crate::batch::now_ms(),
-                &self.node.cluster_id.get(),
+                crate::raft::batch::now_ms(),
+                &self.node.cluster_id().get(),
             );
             tracing::info!(last_index, bytes = bytes.len(), "backup taken");
             Ok::<_, Status>((bytes, last_index))
@@ -291,14 +285,14 @@ impl ClusterApi for ClusterService {
         Ok(Response::new(Box::pin(futures::stream::iter(chunks))))
     }
 
-    #[tracing::instrument(name = "cluster.transfer_leader", skip_all, fields(node = self.node.id))]
+    #[tracing::instrument(name = "cluster.transfer_leader", skip_all, fields(node = self.node.id()))]
     async fn transfer_leader(
         &self,
         req: Request<TransferLeaderRequest>,
     ) -> Result<Response<TransferLeaderResponse>, Status> {
         caller(&req)?.check_cluster_admin("transfer leadership")?;
         let to = req.into_inner().to_node_id;
-        let leader = crate::transfer::transfer_leadership(&self.node, to)
+        let leader = crate::raft::transfer::transfer_leadership(&self.node, to)
             .await
             .map_err(status)?;
         Ok(Response::new(TransferLeaderResponse { leader_id: leader }))

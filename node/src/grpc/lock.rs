@@ -134,7 +134,7 @@ fn refusal(id: u64, s: &Status) -> PipelineResponse {
 
 /// A Pipeline stream's state between answers.
 struct Pipeline {
-    node: Arc<crate::node::Node>,
+    node: Arc<crate::raft::node::Node>,
     addr: Option<std::net::SocketAddr>,
     stopping: tokio::sync::watch::Receiver<bool>,
     inbound: Streaming<PipelineRequest>,
@@ -197,8 +197,8 @@ impl Pipeline {
             let slot = match self.addr {
                 Some(a) => match self
                     .node
-                    .connections
-                    .request(a, self.node.limits.max_concurrent_requests_per_connection)
+                    .connections()
+                    .request(a, self.node.limits().max_concurrent_requests_per_connection)
                 {
                     Ok(slot) => Some(slot),
                     Err(e) => return Some(Ok(refusal(id, &e))),
@@ -295,7 +295,7 @@ impl LockApi for LockService {
         let pipeline = Pipeline {
             node: self.locks.node().clone(),
             addr: crate::limits::remote_addr(req.extensions()),
-            stopping: self.locks.node().stopping.clone(),
+            stopping: self.locks.node().stopping(),
             inbound: req.into_inner(),
             service: Arc::new(self.clone()),
             caller,

@@ -15,13 +15,13 @@ pub mod session;
 /// client cannot pin unbounded server tasks. `None` where the transport
 /// names no peer address (nothing to count against).
 pub fn stream_slot(
-    node: &crate::node::Node,
+    node: &crate::raft::node::Node,
     ext: &http::Extensions,
 ) -> Result<Option<crate::limits::Slot>, tonic::Status> {
     crate::limits::remote_addr(ext)
         .map(|addr| {
-            node.connections
-                .stream(addr, node.limits.max_keepalive_streams_per_connection)
+            node.connections()
+                .stream(addr, node.limits().max_keepalive_streams_per_connection)
         })
         .transpose()
 }

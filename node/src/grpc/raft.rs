@@ -2,7 +2,7 @@
 //! JSON of older releases, `peer_codec.rs`), hands them to the local Raft,
 //! and encodes `Result<response, error>` back in the request's format.
 
-use crate::peer_codec;
+use crate::raft::peer_codec;
 use futures::Stream;
 use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1::raft_server::Raft as RaftService;
@@ -20,7 +20,7 @@ pub struct PeerService {
     stopping: tokio::sync::watch::Receiver<bool>,
     /// Calls from another cluster are refused; a joining node learns its
     /// cluster from the first leader's call.
-    cluster: crate::cluster_identity::ClusterIdentity,
+    cluster: crate::raft::cluster_identity::ClusterIdentity,
 }
 
 impl PeerService {
@@ -28,7 +28,7 @@ impl PeerService {
     pub fn new(
         raft: Raft,
         stopping: tokio::sync::watch::Receiver<bool>,
-        cluster: crate::cluster_identity::ClusterIdentity,
+        cluster: crate::raft::cluster_identity::ClusterIdentity,
     ) -> Self {
         PeerService {
             raft,

@@ -69,7 +69,7 @@ impl SessionApi for SessionService {
         let slot = super::stream_slot(node.as_ref(), req.extensions())?;
         let mut inbound = req.into_inner();
         let locks = self.locks.clone();
-        let mut stopping = node.stopping.clone();
+        let mut stopping = node.stopping();
         let out = stream_from_task(move |tx| async move {
             let _slot = slot;
             loop {

@@ -31,16 +31,16 @@ impl Locks {
     /// Acquires a lock for `caller`, waiting in the lock's queue when asked
     /// to.
     pub async fn acquire(&self, caller: &Caller, mut a: Acquire) -> Result<Acquired, NodeError> {
-        let span = tracing::debug_span!("lock.acquire", node = self.node.id, term = self.term(), lock = %a.name, session = a.session, identity = caller.name(), token = tracing::field::Empty);
+        let span = tracing::debug_span!("lock.acquire", node = self.node.id(), term = self.term(), lock = %a.name, session = a.session, identity = caller.name(), token = tracing::field::Empty);
         async {
             validate::name(&a.name)?;
             session_id(a.session)?;
             validate::metadata("metadata", &a.metadata)?;
-            a.terms.max_hold_ms = self.node.limits.hold_cap(&a.name, a.terms.max_hold_ms)?;
+            a.terms.max_hold_ms = self.node.limits().hold_cap(&a.name, a.terms.max_hold_ms)?;
             validate::terms(a.mode, &a.terms)?;
             caller.check(Access::Lock, &a.name)?;
             if let Some(w) = a.wait {
-                self.node.limits.check_wait(w.as_millis() as u64)?;
+                self.node.limits().check_wait(w.as_millis() as u64)?;
             }
             self.node.check_session_owner(a.session, caller).await?;
             let acquired = self.acquire_checked(a).await?;
@@ -160,7 +160,7 @@ impl Locks {
                         if let Some(g) = self.recheck(&a) {
                             return Ok(Acquired::Granted(g));
                         }
-                        let state = node.state.read();
+                        let state = node.state().read();
                         let still_waiting = state
                             .machine
                             .session(a.session)
@@ -184,14 +184,14 @@ impl Locks {
     /// retry of an acquisition the session already holds or waits with
     /// passes, so that limits never break idempotent retries.
     fn check_acquire_limits(&self, a: &Acquire) -> Result<(), NodeError> {
-        let state = self.node.state.read();
+        let state = self.node.state().read();
         let Some(s) = state.machine.session(a.session) else {
             return Ok(()); // the state machine answers NOT_FOUND
         };
         if s.held.contains_key(&a.name) || s.waiting.contains_key(&a.name) {
             return Ok(());
         }
-        let limits = &self.node.limits;
+        let limits = &self.node.limits();
         if s.held.len() + s.waiting.len() >= limits.max_locks_per_session {
             // The same refusal the state machine gives at its own bound.
             return Err(NodeError::Lease(LeaseError::TooManyLocks {
@@ -214,7 +214,7 @@ impl Locks {
 
     /// The grant this acquisition holds now, if any.
     fn recheck(&self, a: &Acquire) -> Option<Grant> {
-        let state = self.node.state.read();
+        let state = self.node.state().read();
         state
             .machine
             .describe(&a.name)
@@ -225,7 +225,7 @@ impl Locks {
 
     /// Releases a lock; returns the waiters granted in its place.
     pub async fn release(&self, caller: &Caller, r: Release) -> Result<Vec<Grant>, NodeError> {
-        let span = tracing::debug_span!("lock.release", node = self.node.id, term = self.term(), lock = %r.name, session = r.session, identity = caller.name(), token = r.token);
+        let span = tracing::debug_span!("lock.release", node = self.node.id(), term = self.term(), lock = %r.name, session = r.session, identity = caller.name(), token = r.token);
         async {
             validate::name(&r.name)?;
             caller.check(Access::Lock, &r.name)?;
@@ -247,7 +247,7 @@ impl Locks {
     /// Sets the size of semaphore `name` (0 forgets it), granting the
     /// waiters a larger size lets in.
     pub async fn resize(&self, caller: &Caller, r: Resize) -> Result<Vec<Grant>, NodeError> {
-        let span = tracing::info_span!("lock.resize", node = self.node.id, term = self.term(), lock = %r.name, identity = caller.name(), permits = r.permits);
+        let span = tracing::info_span!("lock.resize", node = self.node.id(), term = self.term(), lock = %r.name, identity = caller.name(), permits = r.permits);
         async {
             validate::name(&r.name)?;
             caller.check(Access::Lock, &r.name)?;
@@ -274,7 +274,7 @@ impl Locks {
         caller: &Caller,
         name: String,
     ) -> Result<ForceReleased, NodeError> {
-        let span = tracing::info_span!("lock.force_release", node = self.node.id, term = self.term(), lock = %name, identity = caller.name(), token = tracing::field::Empty);
+        let span = tracing::info_span!("lock.force_release", node = self.node.id(), term = self.term(), lock = %name, identity = caller.name(), token = tracing::field::Empty);
         async {
             validate::name(&name)?;
             caller.check(Access::Admin, &name)?;

@@ -52,7 +52,7 @@ impl Locks {
         caller: &Caller,
         c: CancelWait,
     ) -> Result<Cancelled, NodeError> {
-        let span = tracing::debug_span!("lock.cancel_wait", node = self.node.id, term = self.term(), lock = %c.name, session = c.session, identity = caller.name(), token = tracing::field::Empty);
+        let span = tracing::debug_span!("lock.cancel_wait", node = self.node.id(), term = self.term(), lock = %c.name, session = c.session, identity = caller.name(), token = tracing::field::Empty);
         async {
             validate::name(&c.name)?;
             session_id(c.session)?;
@@ -118,11 +118,11 @@ impl Locks {
             Ok(Cancelled::NotWaiting) => {}
             Ok(done) => {
                 metrics::counter!("raftlock_waits_abandoned_total").increment(1);
-                tracing::info!(node = self.node.id, lock = %name, session, ?done, "wait cancelled: its caller went away");
+                tracing::info!(node = self.node.id(), lock = %name, session, ?done, "wait cancelled: its caller went away");
             }
             // Not the leader any more: the new leader's deadline ends it.
             Err(e) => {
-                tracing::debug!(node = self.node.id, lock = %name, session, error = %e, "abandoned wait left to its deadline")
+                tracing::debug!(node = self.node.id(), lock = %name, session, error = %e, "abandoned wait left to its deadline")
             }
         }
     }

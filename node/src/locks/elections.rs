@@ -6,7 +6,7 @@
 use super::{session_id, stream_from_task, Acquire, Acquired, Campaign, Locks, Proclaim, Release};
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
-use crate::node::Node;
+use crate::raft::node::Node;
 use futures::Stream;
 use raftlock_store::machine::{validate, Command, Grant, Mode};
 use raftlock_store::state_machine::Change;
@@ -15,7 +15,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tracing::Instrument;
 
 fn leader_of(node: &Node, name: &str) -> Option<Grant> {
-    node.state
+    node.state()
         .read()
         .machine
         .describe(name)
@@ -28,7 +28,7 @@ impl Locks {
     /// Waits until `caller`'s session leads election `name`; returns the
     /// leadership's grant.
     pub async fn campaign(&self, caller: &Caller, c: Campaign) -> Result<Grant, NodeError> {
-        let span = tracing::debug_span!("election.campaign", node = self.node.id, term = self.term(), lock = %c.name, session = c.session, identity = caller.name(), token = tracing::field::Empty);
+        let span = tracing::debug_span!("election.campaign", node = self.node.id(), term = self.term(), lock = %c.name, session = c.session, identity = caller.name(), token = tracing::field::Empty);
         async {
             validate::name(&c.name)?;
             session_id(c.session)?;
@@ -38,12 +38,12 @@ impl Locks {
             validate::metadata("value", &c.value)?;
             caller.check(Access::Lock, &c.name)?;
             if let Some(w) = c.wait {
-                self.node.limits.check_wait(w.as_millis() as u64)?;
+                self.node.limits().check_wait(w.as_millis() as u64)?;
             }
             self.node.check_session_owner(c.session, caller).await?;
             let wait = c
                 .wait
-                .unwrap_or(Duration::from_millis(self.node.limits.max_wait_ms));
+                .unwrap_or(Duration::from_millis(self.node.limits().max_wait_ms));
             let a = Acquire {
                 session: c.session,
                 name: c.name,
@@ -71,7 +71,7 @@ impl Locks {
 
     /// Replaces the leader's value, if `p.token` still leads.
     pub async fn proclaim(&self, caller: &Caller, p: Proclaim) -> Result<(), NodeError> {
-        let span = tracing::debug_span!("election.proclaim", node = self.node.id, term = self.term(), lock = %p.name, session = p.session, identity = caller.name(), token = p.token);
+        let span = tracing::debug_span!("election.proclaim", node = self.node.id(), term = self.term(), lock = %p.name, session = p.session, identity = caller.name(), token = p.token);
         async {
             validate::name(&p.name)?;
             session_id(p.session)?;
@@ -93,7 +93,7 @@ impl Locks {
 
     /// Gives up leadership (or a campaign's place).
     pub async fn resign(&self, caller: &Caller, r: Release) -> Result<(), NodeError> {
-        let span = tracing::debug_span!("election.resign", node = self.node.id, term = self.term(), lock = %r.name, session = r.session, identity = caller.name(), token = r.token);
+        let span = tracing::debug_span!("election.resign", node = self.node.id(), term = self.term(), lock = %r.name, session = r.session, identity = caller.name(), token = r.token);
         async {
             validate::name(&r.name)?;
             caller.check(Access::Lock, &r.name)?;
@@ -116,7 +116,9 @@ impl Locks {
         caller.check(Access::Read, name)?;
         self.node
             .linearizable()
-            .instrument(tracing::debug_span!("election.leader", node = self.node.id, lock = %name))
+            .instrument(
+                tracing::debug_span!("election.leader", node = self.node.id(), lock = %name),
+            )
             .await?;
         Ok(leader_of(&self.node, name))
     }
@@ -135,12 +137,14 @@ impl Locks {
         caller.check(Access::Read, &name)?;
         self.node
             .linearizable()
-            .instrument(tracing::debug_span!("election.observe", node = self.node.id, lock = %name))
+            .instrument(
+                tracing::debug_span!("election.observe", node = self.node.id(), lock = %name),
+            )
             .await?;
         let node = self.node.clone();
-        let mut changes = node.state.subscribe();
-        let mut metrics = node.raft.metrics();
-        let mut stopping = node.stopping.clone();
+        let mut changes = node.state().subscribe();
+        let mut metrics = node.metrics();
+        let mut stopping = node.stopping();
         Ok(stream_from_task(move |tx| async move {
             let mut last: Option<Option<Grant>> = None;
             loop {

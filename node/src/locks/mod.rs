@@ -24,7 +24,7 @@ pub use cancel::{CancelWait, Cancelled};
 pub use reads::{Description, ListPage, SessionPage, SessionQuery, SessionView};
 
 use crate::error::NodeError;
-use crate::node::Node;
+use crate::raft::node::Node;
 use lease::LeaseDriver;
 use raftlock_store::machine::{FencingToken, Mode, RequestId, SessionId, Terms};
 use std::sync::Arc;
@@ -42,14 +42,30 @@ pub struct Locks {
 }
 
 impl Locks {
-    /// The service of `node`: waits are woken through `waits`, sessions are
-    /// renewed through `leases`, watchers fed by `watches`.
-    pub fn new(
-        node: Arc<Node>,
-        waits: Arc<Waits>,
-        leases: Arc<LeaseDriver>,
-        watches: Arc<watch::WatchHub>,
-    ) -> Self {
+    /// Starts the lock service on `node`: what the state machine applies
+    /// wakes the waits it settles ([`Waits`]) and tells the lease driver
+    /// of new sessions and grants ([`LeaseDriver`]), which then runs on
+    /// the leader; watchers are fed from the last `watch_history` events.
+    pub fn start(node: Arc<Node>, watch_history: usize) -> Self {
+        let state = node.state().clone();
+        let waits = Arc::new(Waits::default());
+        {
+            let waits = waits.clone();
+            state.observe(move |batch| waits.on_changes(batch));
+        }
+        let leases = LeaseDriver::new(node.clone());
+        {
+            // Weak: the state (through its observers) must not keep the
+            // driver, and with it the node, alive.
+            let leases = Arc::downgrade(&leases);
+            state.observe(move |batch| {
+                if let Some(leases) = leases.upgrade() {
+                    leases.on_changes(batch);
+                }
+            });
+        }
+        tokio::spawn(leases.clone().run());
+        let watches = watch::WatchHub::start(state, watch_history);
         Locks {
             node,
             waits,
@@ -57,6 +73,11 @@ impl Locks {
             watches,
             rates: Arc::default(),
         }
+    }
+
+    /// The waits in progress, for the metrics that count them.
+    pub fn waits(&self) -> &Arc<Waits> {
+        &self.waits
     }
 
     /// The node served.
@@ -77,7 +98,7 @@ impl Locks {
     }
 
     fn term(&self) -> u64 {
-        self.node.raft.metrics().borrow().current_term
+        self.node.term()
     }
 }
 

@@ -101,7 +101,7 @@ impl Locks {
                 // stopped the clock for as long as a new leader went without
                 // one, and a limit left idle across a failover refused takes
                 // its tokens had long refilled for.
-                let base = self.node.state.read().machine.rate_clock_ns();
+                let base = self.node.state().read().machine.rate_clock_ns();
                 let since = self.leases.leading_since(term).unwrap_or_else(Instant::now);
                 let c = (term, base, since);
                 *clock = Some(c);
@@ -160,14 +160,14 @@ impl Locks {
 
     /// Takes tokens for `caller`, waiting for them if asked to.
     pub async fn take(&self, caller: &Caller, t: Take) -> Result<Taken, NodeError> {
-        let span = tracing::debug_span!("ratelimit.take", node = self.node.id, term = self.term(), limit = %t.name, identity = caller.name(), n = t.n);
+        let span = tracing::debug_span!("ratelimit.take", node = self.node.id(), term = self.term(), limit = %t.name, identity = caller.name(), n = t.n);
         async {
             validate::name(&t.name)?;
             if let Some(s) = &t.spec {
                 validate::limit_spec(s)?;
             }
             if let Some(w) = t.wait {
-                self.node.limits.check_wait(w.as_millis() as u64)?;
+                self.node.limits().check_wait(w.as_millis() as u64)?;
             }
             caller.check(Access::Lock, &t.name)?;
             let started = Instant::now();
@@ -275,7 +275,7 @@ impl Locks {
         caller.check(Access::Read, name)?;
         self.node.linearizable().await?;
         let now = self.rate_now();
-        let state = self.node.state.read();
+        let state = self.node.state().read();
         let bucket = state.machine.rate_limit(name).cloned().ok_or_else(|| {
             NodeError::Lease(raftlock_store::machine::LeaseError::LimitNotFound {
                 name: name.to_owned(),

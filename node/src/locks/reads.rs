@@ -74,7 +74,7 @@ impl Locks {
         validate::name(name)?;
         caller.check(Access::Read, name)?;
         self.node.linearizable().await?;
-        let state = self.node.state.read();
+        let state = self.node.state().read();
         let view = state.machine.describe(name);
         let ids: BTreeSet<SessionId> = view
             .holders
@@ -108,7 +108,7 @@ impl Locks {
         } as usize;
         let everyone = !caller.checks_ownership() || caller.may(Access::Read, "");
         self.node.linearizable().await?;
-        let state = self.node.state.read();
+        let state = self.node.state().read();
         let mut scanned = state
             .machine
             .sessions()
@@ -153,7 +153,7 @@ impl Locks {
             n => n.min(limits::MAX_LIST_LIMIT),
         } as usize;
         self.node.linearizable().await?;
-        let state = self.node.state.read();
+        let state = self.node.state().read();
         let mut page = state.machine.list(&q.prefix, &q.page_token, limit + 1);
         let more = page.len() > limit;
         page.truncate(limit);
@@ -187,6 +187,6 @@ impl Locks {
         validate::name(name)?;
         caller.check(Access::Read, name)?;
         self.node.linearizable().await?;
-        Ok(self.node.state.read().machine.validate(name, token))
+        Ok(self.node.state().read().machine.validate(name, token))
     }
 }

@@ -17,26 +17,26 @@ impl Locks {
     ) -> Result<(SessionId, Duration), NodeError> {
         let span = tracing::info_span!(
             "session.create",
-            node = self.node.id,
+            node = self.node.id(),
             ttl_ms = c.ttl_ms,
             identity = caller.name(),
             session = tracing::field::Empty
         );
         async {
             caller.check_any(Access::Lock)?;
-            self.node.limits.check_ttl(c.ttl_ms)?;
+            self.node.limits().check_ttl(c.ttl_ms)?;
             validate::client_name(&c.client_name)?;
             let retry_of = c.creation_key.and_then(|k| {
                 self.node
-                    .state
+                    .state()
                     .read()
                     .machine
                     .session_by_key(caller.name(), k)
             });
             // A retry of a creation that succeeded adds no session.
             if caller.checks_ownership() && retry_of.is_none() {
-                let max = self.node.limits.max_sessions_per_identity;
-                let live = self.node.state.read().machine.sessions_owned_by(caller.name());
+                let max = self.node.limits().max_sessions_per_identity;
+                let live = self.node.state().read().machine.sessions_owned_by(caller.name());
                 if live >= max {
                     return Err(NodeError::ResourceExhausted(format!(
                         "identity {:?} already has {live} live sessions, the limit per identity is {max}; close some first",
@@ -93,7 +93,7 @@ impl Locks {
             .renew(session)
             .instrument(tracing::debug_span!(
                 "session.keepalive",
-                node = self.node.id,
+                node = self.node.id(),
                 session
             ))
             .await
@@ -109,7 +109,7 @@ impl Locks {
         session_id(session)?;
         let span = tracing::info_span!(
             "session.close",
-            node = self.node.id,
+            node = self.node.id(),
             session,
             identity = caller.name()
         );

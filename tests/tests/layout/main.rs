@@ -402,3 +402,71 @@ fn long_source_files_say_why_they_are_long() {
         unexplained.join("\n")
     );
 }
+
+/// The server's files stay short enough to read in one sitting; a test
+/// file (`tests.rs`, `*_tests.rs`, `tests/`) may run longer.
+const NODE_FILE_LINES: usize = 500;
+
+#[test]
+fn no_server_source_file_is_over_500_lines() {
+    let mut files = Vec::new();
+    rust_files(&workspace().join("node/src"), &mut files);
+    let mut long = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(workspace()).unwrap_or(&f).to_owned();
+        let is_test = rel.components().any(|c| c.as_os_str() == "tests")
+            || rel
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .is_some_and(|s| s == "tests" || s.ends_with("_tests"));
+        let lines = std::fs::read_to_string(&f)
+            .expect("readable source")
+            .lines()
+            .count();
+        if !is_test && lines > NODE_FILE_LINES {
+            long.push(format!("{} ({lines} lines)", rel.display()));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "node/src files over {NODE_FILE_LINES} lines (split them by what they do):\n{}",
+        long.join("\n")
+    );
+}
+
+/// The fields of `struct name` in `text` that code outside its folder
+/// could reach (`pub` or `pub(crate)`; `pub(super)` stays in the folder).
+fn reachable_fields(text: &str, name: &str) -> Vec<String> {
+    let Some(start) = text.find(&format!("pub struct {name} {{")) else {
+        return Vec::new();
+    };
+    text[start..]
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.starts_with('}'))
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("pub ") || l.starts_with("pub(crate)"))
+        .map(|l| l.split(':').next().unwrap_or(l).to_owned())
+        .collect()
+}
+
+/// The lock service, the transports and the operations see a node through
+/// its methods (propose, read, who leads), never through its fields.
+#[test]
+fn the_node_handle_exposes_no_fields() {
+    let text = std::fs::read_to_string(workspace().join("node/src/raft/node.rs"))
+        .expect("node/src/raft/node.rs");
+    assert!(
+        text.contains("pub struct Node {"),
+        "Node moved: update this test"
+    );
+    assert_eq!(reachable_fields(&text, "Node"), Vec::<String>::new());
+    // The check itself sees a field that is public.
+    assert_eq!(
+        reachable_fields(
+            "pub struct Node {\n    pub(super) id: u64,\n    pub raft: Raft,\n}\n",
+            "Node"
+        ),
+        ["pub raft"]
+    );
+}

@@ -225,14 +225,8 @@ pub async fn state(
         return (StatusCode::FORBIDDEN, "this identity may read no lock\n").into_response();
     }
     let node = ui.locks.node();
-    let commit_index = node
-        .raft
-        .with_raft_state(|s| s.committed.map(|l| l.index))
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or(0);
-    let m = node.raft.metrics().borrow().clone();
+    let commit_index = node.committed_index().await.unwrap_or(0);
+    let m = node.metrics().borrow().clone();
     let leading = m.state == ServerState::Leader;
     let last_log_index = m.last_log_index.unwrap_or(0);
     let membership = m.membership_config.membership();
@@ -254,7 +248,7 @@ pub async fn state(
         })
         .collect();
     let view = {
-        let state = node.state.read();
+        let state = node.state().read();
         let machine = &state.machine;
         let who = |session: u64| -> String {
             let Some(s) = machine.session(session) else {
@@ -352,7 +346,7 @@ pub async fn state(
         View {
             now_ms: now_ms(),
             node: NodeView {
-                id: node.id,
+                id: node.id(),
                 role: format!("{:?}", m.state),
                 term: m.current_term,
                 leader_id: m.current_leader,

@@ -22,13 +22,15 @@
 //! its request, from which the client counts), and a new leader counts
 //! every cap and delay afresh from its election.
 
-use crate::node::{Node, NodeError};
+mod deadlines;
+
+use crate::raft::node::{Node, NodeError};
+use deadlines::{Deadlines, Refused};
 use openraft::ServerState;
 use raftlock_store::machine::{Command, Event, FencingToken, Reply, RequestId, SessionId};
 #[cfg(feature = "planted-bugs")]
 use raftlock_store::planted::{planted, Bug};
 use raftlock_store::state_machine::Change;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -39,31 +41,6 @@ const TICK: Duration = Duration::from_millis(50);
 /// A tick this late means the driver was stalled.
 const STALL: Duration = Duration::from_millis(500);
 
-#[derive(Default)]
-struct Deadlines {
-    /// The term this node leads in, if it leads.
-    term: Option<u64>,
-    /// When this driver saw that term begin (a tick after it did).
-    leading_since: Option<Instant>,
-    sessions: HashMap<SessionId, (Instant, Duration)>,
-    waits: HashMap<(SessionId, String), (Instant, RequestId)>,
-    /// Capped holds: when their cap runs out, and the grant's token.
-    holds: HashMap<(SessionId, String), (Instant, FencingToken)>,
-    /// Lock-delays: when each ends, and the index that started it.
-    delays: HashMap<String, (Instant, u64)>,
-}
-
-/// Why a keep-alive was not applied to a deadline.
-#[derive(Debug, PartialEq, Eq)]
-enum Refused {
-    /// This node does not lead.
-    NotLeader,
-    /// The deadline had passed: the session is being expired, and the
-    /// client's own (earlier) deadline has passed too, so it already counts
-    /// the session as lost.
-    Expired,
-}
-
 /// A live session's TTL in the applied state.
 fn session_ttl(
     machine: &raftlock_store::machine::LeaseMachine,
@@ -72,55 +49,6 @@ fn session_ttl(
     machine
         .session(session)
         .map(|s| Duration::from_millis(s.ttl_ms))
-}
-
-impl Deadlines {
-    /// Applies a keep-alive received at `received` to `session`, `now`
-    /// being the moment of the call. A deadline only ever grows: a renewal
-    /// that was received earlier but gets here later must not pull back a
-    /// deadline a later renewal (or a new leader's full-TTL reset) set,
-    /// since the client already counts that later acknowledgement.
-    /// `exists` is whether the applied state still has the session: an
-    /// expiry applied while the renewal waited must not bring it back.
-    fn renew(
-        &mut self,
-        session: SessionId,
-        received: Instant,
-        ttl: Duration,
-        now: Instant,
-        exists: bool,
-    ) -> Result<(), Refused> {
-        if self.term.is_none() {
-            return Err(Refused::NotLeader);
-        }
-        if !exists {
-            self.sessions.remove(&session);
-            return Err(Refused::Expired);
-        }
-        match self.sessions.get_mut(&session) {
-            Some((deadline, _)) if *deadline <= now => Err(Refused::Expired),
-            Some((deadline, stored_ttl)) => {
-                *deadline = (*deadline).max(received + ttl);
-                *stored_ttl = ttl;
-                Ok(())
-            }
-            None => {
-                // Applied but not yet seen by the driver (it drains applied
-                // changes once per tick).
-                self.sessions.insert(session, (received + ttl, ttl));
-                Ok(())
-            }
-        }
-    }
-
-    /// Whether `session` still has a deadline that has not passed.
-    fn live(&self, session: SessionId, now: Instant) -> bool {
-        self.term.is_some()
-            && self
-                .sessions
-                .get(&session)
-                .is_some_and(|(deadline, _)| *deadline > now)
-    }
 }
 
 /// Session and wait deadlines, kept while this node leads.
@@ -151,17 +79,17 @@ impl LeaseDriver {
                 session,
             ))
         };
-        if session_ttl(&self.node.state.read().machine, session).is_none() {
+        if session_ttl(&self.node.state().read().machine, session).is_none() {
             // A new leader may not have applied the entry that created
             // the session yet; "not found" ends the client's session
             // for good, so say it only once this node has caught up.
-            self.node.confirmer.confirmed_after(received).await?;
+            self.node.confirmed_after(received).await?;
         }
         {
             // The applied state is read under the deadlines' lock (state
             // first, as everywhere), so an expiry cannot be applied between
             // the check and the update.
-            let state = self.node.state.read();
+            let state = self.node.state().read();
             let ttl = session_ttl(&state.machine, session);
             let mut d = self.lock();
             let res = d.renew(
@@ -183,10 +111,10 @@ impl LeaseDriver {
                 Err(Refused::Expired) => return Err(not_found()),
             }
         }
-        self.node.confirmer.confirmed_after(received).await?;
+        self.node.confirmed_after(received).await?;
         // The acknowledgement promises the session lives: check again after
         // the wait, in which an expiry could have been decided and applied.
-        let state = self.node.state.read();
+        let state = self.node.state().read();
         let ttl = session_ttl(&state.machine, session);
         let d = self.lock();
         #[cfg(feature = "planted-bugs")]
@@ -222,7 +150,7 @@ impl LeaseDriver {
     /// Resets every deadline to a full TTL / timeout from now.
     fn rebuild(&self, term: Option<u64>) {
         let now = Instant::now();
-        let state = self.node.state.read();
+        let state = self.node.state().read();
         let mut d = self.lock();
         d.leading_since = term.map(|_| now);
         #[cfg(feature = "planted-bugs")]
@@ -375,7 +303,7 @@ impl LeaseDriver {
 
     /// Runs until the Raft stops.
     pub async fn run(self: Arc<Self>) {
-        let mut metrics = self.node.raft.metrics();
+        let mut metrics = self.node.metrics();
         let mut last_tick = Instant::now();
         let mut ticker = tokio::time::interval(TICK);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -392,7 +320,7 @@ impl LeaseDriver {
             if leading != self.lock().term {
                 if leading.is_some() {
                     info!(
-                        node = self.node.id,
+                        node = self.node.id(),
                         term = m.current_term,
                         "became leader: every session gets a full TTL from now"
                     );
@@ -405,7 +333,7 @@ impl LeaseDriver {
             }
             if stalled {
                 warn!(
-                    node = self.node.id,
+                    node = self.node.id(),
                     "lease driver was stalled: extending every lease by a full TTL"
                 );
                 let mut d = self.lock();
@@ -432,7 +360,7 @@ impl LeaseDriver {
                 .collect()
         };
         for ((session, name), token) in due {
-            info!(node = self.node.id, lock = %name, session, token, "hold cap ran out: releasing");
+            info!(node = self.node.id(), lock = %name, session, token, "hold cap ran out: releasing");
             let res = self
                 .node
                 .propose(Command::EndHold {
@@ -442,7 +370,7 @@ impl LeaseDriver {
                 })
                 .await;
             if let Err(e) = res {
-                warn!(node = self.node.id, error = %e, lock = %name, session, "hold cap release failed");
+                warn!(node = self.node.id(), error = %e, lock = %name, session, "hold cap release failed");
                 continue;
             }
             metrics::counter!("raftlock_hold_caps_expired_total").increment(1);
@@ -473,7 +401,7 @@ impl LeaseDriver {
                 .await;
             match res {
                 Ok(_) => {
-                    info!(node = self.node.id, lock = %name, started, "lock-delay ended");
+                    info!(node = self.node.id(), lock = %name, started, "lock-delay ended");
                     let mut d = self.lock();
                     // A delay started since is another one: kept.
                     if d.delays.get(&name).is_some_and(|(_, s)| *s == started) {
@@ -481,7 +409,7 @@ impl LeaseDriver {
                     }
                 }
                 Err(e) => {
-                    warn!(node = self.node.id, error = %e, lock = %name, "lock-delay end failed")
+                    warn!(node = self.node.id(), error = %e, lock = %name, "lock-delay end failed")
                 }
             }
         }
@@ -500,12 +428,12 @@ impl LeaseDriver {
         let confirmed = if planted(Bug::UnconfirmedExpiry) {
             Ok(())
         } else {
-            self.node.confirmer.confirmed_after(round).await
+            self.node.confirmed_after(round).await
         };
         #[cfg(not(feature = "planted-bugs"))]
-        let confirmed = self.node.confirmer.confirmed_after(round).await;
+        let confirmed = self.node.confirmed_after(round).await;
         if let Err(e) = confirmed {
-            warn!(node = self.node.id, error = %e, "not expiring sessions: leadership not confirmed");
+            warn!(node = self.node.id(), error = %e, "not expiring sessions: leadership not confirmed");
             return;
         }
         let mut ids: Vec<SessionId> = {
@@ -520,7 +448,7 @@ impl LeaseDriver {
             return;
         }
         ids.sort_unstable();
-        info!(node = self.node.id, sessions = ?ids, "expiring sessions whose TTL passed without keep-alive");
+        info!(node = self.node.id(), sessions = ?ids, "expiring sessions whose TTL passed without keep-alive");
         match self
             .node
             .propose(Command::ExpireSessions {
@@ -534,7 +462,7 @@ impl LeaseDriver {
                     d.sessions.remove(&id);
                 }
             }
-            Err(e) => warn!(node = self.node.id, error = %e, "expiry proposal failed"),
+            Err(e) => warn!(node = self.node.id(), error = %e, "expiry proposal failed"),
         }
     }
 
@@ -557,7 +485,7 @@ impl LeaseDriver {
                 })
                 .await;
             if let Err(e) = res {
-                warn!(node = self.node.id, error = %e, lock = %name, session, "wait cancel failed");
+                warn!(node = self.node.id(), error = %e, lock = %name, session, "wait cancel failed");
                 continue;
             }
             self.lock().waits.remove(&(session, name));
@@ -566,84 +494,4 @@ impl LeaseDriver {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn leading() -> Deadlines {
-        Deadlines {
-            term: Some(3),
-            ..Deadlines::default()
-        }
-    }
-
-    const TTL: Duration = Duration::from_secs(10);
-
-    #[test]
-    fn a_late_renewal_never_pulls_a_deadline_back() {
-        let mut d = leading();
-        let t0 = Instant::now();
-        // Renewal B, received at t0 + 2 s, is acknowledged first.
-        d.renew(
-            7,
-            t0 + Duration::from_secs(2),
-            TTL,
-            t0 + Duration::from_secs(2),
-            true,
-        )
-        .unwrap();
-        // Renewal A was received at t0 but waited; it finishes later.
-        d.renew(7, t0, TTL, t0 + Duration::from_secs(3), true)
-            .unwrap();
-        assert_eq!(d.sessions[&7].0, t0 + Duration::from_secs(12));
-    }
-
-    #[test]
-    fn a_renewal_never_shortens_a_new_leaders_full_ttl() {
-        let mut d = leading();
-        let elected = Instant::now() + Duration::from_secs(5);
-        // What `rebuild` gives every session on election.
-        d.sessions.insert(7, (elected + TTL, TTL));
-        // A keep-alive received before the election, answered after it.
-        d.renew(7, elected - Duration::from_secs(4), TTL, elected, true)
-            .unwrap();
-        assert_eq!(d.sessions[&7].0, elected + TTL);
-    }
-
-    #[test]
-    fn a_session_past_its_deadline_is_not_renewed() {
-        let mut d = leading();
-        let t0 = Instant::now();
-        d.sessions.insert(7, (t0 + TTL, TTL));
-        let late = t0 + TTL + Duration::from_millis(1);
-        assert_eq!(d.renew(7, late, TTL, late, true), Err(Refused::Expired));
-        assert_eq!(d.sessions[&7].0, t0 + TTL, "an expiry may be in flight");
-        assert!(!d.live(7, late));
-    }
-
-    #[test]
-    fn an_applied_expiry_is_not_undone_by_a_renewal() {
-        let mut d = leading();
-        let t0 = Instant::now();
-        d.sessions.insert(7, (t0 + TTL, TTL));
-        assert_eq!(d.renew(7, t0, TTL, t0, false), Err(Refused::Expired));
-        assert!(!d.sessions.contains_key(&7));
-        assert!(!d.live(7, t0));
-    }
-
-    #[test]
-    fn a_session_the_driver_has_not_seen_yet_is_renewed() {
-        let mut d = leading();
-        let t0 = Instant::now();
-        d.renew(9, t0, TTL, t0, true).unwrap();
-        assert_eq!(d.sessions[&9], (t0 + TTL, TTL));
-        assert!(d.live(9, t0));
-    }
-
-    #[test]
-    fn a_follower_renews_nothing() {
-        let mut d = Deadlines::default();
-        let t0 = Instant::now();
-        assert_eq!(d.renew(9, t0, TTL, t0, true), Err(Refused::NotLeader));
-        assert!(d.sessions.is_empty());
-    }
-}
+mod tests;

@@ -4,7 +4,7 @@
 //! would refresh the lease too), waits out the lease, and asks the target
 //! to campaign (`trigger().elect()`); the target wins with an up-to-date log.
 
-use crate::node::{Node, NodeError};
+use crate::raft::node::{Node, NodeError};
 use openraft::ServerState;
 use raftlock_proto::v1::cluster_client::ClusterClient;
 use raftlock_proto::v1::TransferLeaderRequest;

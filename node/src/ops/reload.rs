@@ -11,7 +11,7 @@
 
 use crate::auth::{Authenticator, SharedAuth};
 use crate::config::NodeConfig;
-use crate::network::PeerNetwork;
+use crate::raft::network::PeerNetwork;
 use arc_swap::ArcSwap;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -9,20 +9,18 @@
 //! an append to the same follower is about to follow it: the append carries
 //! that commit index anyway (see `PeerConnection::superseded`).
 
-use crate::peer_codec;
-use openraft::error::{
-    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
-};
-use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
-use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
-    VoteRequest, VoteResponse,
-};
+mod rpc;
+
+use crate::raft::peer_codec;
+use openraft::error::{NetworkError, RPCError, RaftError, RemoteError, Unreachable};
+use openraft::network::{RPCOption, RaftNetworkFactory};
+use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse};
 use openraft::Vote;
 use raftlock_proto::v1::raft_client::RaftClient;
 use raftlock_proto::v1::RaftPayload;
 use raftlock_store::types::LogId;
 use raftlock_store::{NodeId, NodeInfo, TypeConfig};
+use rpc::rpc_error;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -35,7 +33,7 @@ use tonic::transport::{Channel, Endpoint};
 type PeerClient = RaftClient<
     tonic::service::interceptor::InterceptedService<
         Channel,
-        crate::cluster_identity::SendClusterId,
+        crate::raft::cluster_identity::SendClusterId,
     >,
 >;
 
@@ -62,7 +60,7 @@ pub struct PeerNetwork {
     /// it shows an append on its way (see `PeerConnection::superseded`).
     appended: Option<tokio::sync::watch::Receiver<Option<LogId>>>,
     /// This node's cluster id, sent with every call.
-    cluster: Option<crate::cluster_identity::ClusterIdentity>,
+    cluster: Option<crate::raft::cluster_identity::ClusterIdentity>,
 }
 
 /// How long a commit-only heartbeat waits for an append to carry its
@@ -89,7 +87,7 @@ impl PeerNetwork {
 
     /// Sends `cluster`'s id with every call, so that a node of another
     /// cluster refuses them and a joining node learns it.
-    pub fn cluster(mut self, cluster: crate::cluster_identity::ClusterIdentity) -> Self {
+    pub fn cluster(mut self, cluster: crate::raft::cluster_identity::ClusterIdentity) -> Self {
         self.cluster = Some(cluster);
         self
     }
@@ -199,17 +197,20 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
     type Network = PeerConnection;
 
     async fn new_client(&mut self, target: NodeId, node: &NodeInfo) -> Self::Network {
-        let client =
-            self.channel(target, &node.peer_addr)
-                .map(|c| {
-                    let cluster = self.cluster.clone().unwrap_or_else(|| {
-                        crate::cluster_identity::ClusterIdentity::fixed(target, "")
-                    });
-                    RaftClient::with_interceptor(c, crate::cluster_identity::SendClusterId(cluster))
-                        .max_decoding_message_size(64 << 20)
-                        .max_encoding_message_size(64 << 20)
-                })
-                .map_err(|e| format!("bad peer address {:?}: {e}", node.peer_addr));
+        let client = self
+            .channel(target, &node.peer_addr)
+            .map(|c| {
+                let cluster = self.cluster.clone().unwrap_or_else(|| {
+                    crate::raft::cluster_identity::ClusterIdentity::fixed(target, "")
+                });
+                RaftClient::with_interceptor(
+                    c,
+                    crate::raft::cluster_identity::SendClusterId(cluster),
+                )
+                .max_decoding_message_size(64 << 20)
+                .max_encoding_message_size(64 << 20)
+            })
+            .map_err(|e| format!("bad peer address {:?}: {e}", node.peer_addr));
         let lacks = self
             .lacks
             .lock()
@@ -490,164 +491,5 @@ fn heartbeats(with_append: bool) -> &'static metrics::Counter {
     })
 }
 
-/// The commit index a leader may tell a follower: openraft's, but never
-/// past `flushed`, the last entry durable in the leader's own log.
-fn commit_to_send(commit: Option<LogId>, flushed: Option<LogId>) -> Option<LogId> {
-    match commit {
-        Some(c) if flushed.is_none_or(|f| f.index < c.index) => flushed,
-        other => other,
-    }
-}
-
-/// The openraft error for a failed call.
-fn rpc_error<E: std::error::Error>(status: tonic::Status) -> RPCError<NodeId, NodeInfo, E> {
-    match status.code() {
-        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded => {
-            RPCError::Unreachable(Unreachable::new(&status))
-        }
-        _ => RPCError::Network(NetworkError::new(&status)),
-    }
-}
-
-impl RaftNetwork<TypeConfig> for PeerConnection {
-    async fn append_entries(
-        &mut self,
-        mut rpc: AppendEntriesRequest<TypeConfig>,
-        option: RPCOption,
-    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, NodeInfo, RaftError<NodeId>>> {
-        if let Some(flushed) = &self.flushed {
-            rpc.leader_commit = commit_to_send(rpc.leader_commit, *flushed.borrow());
-        }
-        if self.superseded(&rpc).await {
-            return Ok(AppendEntriesResponse::Success);
-        }
-        let answer = self.append_sent(&rpc, &option).await;
-        self.note_answer(&rpc, &answer);
-        answer
-    }
-
-    async fn install_snapshot(
-        &mut self,
-        rpc: InstallSnapshotRequest<TypeConfig>,
-        option: RPCOption,
-    ) -> Result<
-        InstallSnapshotResponse<NodeId>,
-        RPCError<NodeId, NodeInfo, RaftError<NodeId, InstallSnapshotError>>,
-    > {
-        self.call("snapshot", &rpc, &option).await
-    }
-
-    async fn vote(
-        &mut self,
-        rpc: VoteRequest<NodeId>,
-        option: RPCOption,
-    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, NodeInfo, RaftError<NodeId>>> {
-        self.call("vote", &rpc, &option).await
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use openraft::CommittedLeaderId;
-
-    fn connection(appended: tokio::sync::watch::Receiver<Option<LogId>>) -> PeerConnection {
-        PeerConnection {
-            target: 2,
-            client: Err("no network in this test".into()),
-            lacks: Arc::default(),
-            flushed: None,
-            append_stream: None,
-            appended: Some(appended),
-            confirmed: None,
-            commit_heard: None,
-        }
-    }
-
-    fn heartbeat(prev: u64, commit: u64) -> AppendEntriesRequest<TypeConfig> {
-        AppendEntriesRequest {
-            vote: Vote::new_committed(2, 1),
-            prev_log_id: Some(id(2, prev)),
-            entries: vec![],
-            leader_commit: Some(id(2, commit)),
-        }
-    }
-
-    /// A commit-only heartbeat rides with the append that follows it, and
-    /// only then: a follower that has not confirmed the log point, a
-    /// heartbeat with no new commit, or no append coming sends it.
-    #[tokio::test]
-    async fn a_commit_heartbeat_is_left_to_the_append_that_follows_it() {
-        let (log, appended) = tokio::sync::watch::channel(Some(id(2, 7)));
-        let mut c = connection(appended);
-        // Nothing confirmed on this connection yet (a leadership check's
-        // connection is always new): sent.
-        assert!(!c.superseded(&heartbeat(7, 7)).await);
-
-        // The follower acknowledged entries up to 7 and commit 6.
-        let mut append = heartbeat(6, 6);
-        append.entries = vec![openraft::Entry {
-            log_id: id(2, 7),
-            payload: openraft::EntryPayload::Blank,
-        }];
-        c.note_answer(&append, &Ok::<_, ()>(AppendEntriesResponse::Success));
-        assert_eq!(
-            c.confirmed,
-            Some((Vote::new_committed(2, 1), Some(id(2, 7))))
-        );
-
-        // No news (a periodic heartbeat): sent, since the follower's
-        // election timer runs on them.
-        assert!(!c.superseded(&heartbeat(7, 6)).await);
-        // Commit 7, and no append comes within the wait: sent.
-        let started = std::time::Instant::now();
-        assert!(!c.superseded(&heartbeat(7, 7)).await);
-        assert!(started.elapsed() >= COMMIT_HEARTBEAT_DEFER);
-        // Commit 7, and entry 8 is appended meanwhile: left to that append.
-        // (This runtime has one thread: the append runs once `superseded`
-        // waits, without a sleep that could outlast its deferral.)
-        let appending = tokio::spawn(async move {
-            log.send_replace(Some(id(2, 8)));
-            log
-        });
-        assert!(c.superseded(&heartbeat(7, 7)).await);
-        let _log = appending.await.unwrap();
-        // A heartbeat about a log point the follower has not confirmed
-        // (it is behind): sent.
-        assert!(!c.superseded(&heartbeat(6, 7)).await);
-
-        // After a refusal nothing is confirmed: every heartbeat is sent
-        // until an append succeeds again.
-        c.note_answer(
-            &heartbeat(7, 7),
-            &Ok::<_, ()>(AppendEntriesResponse::Conflict),
-        );
-        assert_eq!(c.confirmed, None);
-        assert!(!c.superseded(&heartbeat(7, 7)).await);
-    }
-
-    fn id(term: u64, index: u64) -> LogId {
-        LogId::new(CommittedLeaderId::new(term, 1), index)
-    }
-
-    /// A follower never hears of a commit the leader's disk does not hold:
-    /// it could apply an entry that a power loss of the leader then takes
-    /// from the majority.
-    #[test]
-    fn the_commit_sent_to_followers_stops_at_the_leaders_durable_point() {
-        assert_eq!(
-            commit_to_send(Some(id(2, 9)), Some(id(2, 7))),
-            Some(id(2, 7))
-        );
-        assert_eq!(commit_to_send(Some(id(2, 9)), None), None);
-        assert_eq!(
-            commit_to_send(Some(id(2, 9)), Some(id(2, 9))),
-            Some(id(2, 9))
-        );
-        assert_eq!(
-            commit_to_send(Some(id(2, 9)), Some(id(2, 12))),
-            Some(id(2, 9))
-        );
-        assert_eq!(commit_to_send(None, Some(id(2, 12))), None);
-    }
-}
+mod tests;

@@ -2,7 +2,7 @@
 //! confirm leadership for linearizable reads and keep-alives, and say who
 //! the leader is when this node is not.
 
-use crate::confirm::Confirmer;
+use crate::raft::confirm::Confirmer;
 use openraft::ServerState;
 use raftlock_store::machine::{Command, LeaseError, Outcome, Reply};
 use raftlock_store::state_machine::SharedState;
@@ -16,48 +16,46 @@ use std::time::Duration;
 /// Shared handle to the node's Raft and state.
 pub struct Node {
     /// This node's id.
-    pub id: NodeId,
+    pub(super) id: NodeId,
     /// The Raft instance.
-    pub raft: Raft,
+    pub(super) raft: Raft,
     /// The applied state.
-    pub state: Arc<SharedState>,
+    pub(super) state: Arc<SharedState>,
     /// Batches leadership confirmations.
-    pub confirmer: Confirmer,
-    /// How long a proposal may take to commit.
-    pub write_timeout: Duration,
+    pub(super) confirmer: Confirmer,
     /// The longest election timeout: how long followers refuse to vote
     /// after hearing from a leader.
-    pub leader_lease: Duration,
+    pub(super) leader_lease: Duration,
     /// Set while this leader hands leadership over: writes are refused so
     /// they do not keep the followers' leader lease fresh.
-    pub transferring: Arc<AtomicBool>,
+    pub(super) transferring: Arc<AtomicBool>,
     /// Set once the node has begun to shut down (before any handover), for
     /// good.
-    pub shutting_down: Arc<AtomicBool>,
+    pub(super) shutting_down: Arc<AtomicBool>,
     /// Becomes true when the node starts shutting down (after any
     /// leadership handover), so long-lived streams can end at once and
     /// send their clients to the new leader instead of stalling while the
     /// listeners drain.
-    pub stopping: tokio::sync::watch::Receiver<bool>,
+    pub(super) stopping: tokio::sync::watch::Receiver<bool>,
     /// The cluster this node belongs to (empty until a joining node hears
     /// from a leader).
-    pub cluster_id: crate::cluster_identity::ClusterIdentity,
+    pub(super) cluster_id: crate::raft::cluster_identity::ClusterIdentity,
     /// The operator's limits.
-    pub limits: crate::limits::Limits,
+    pub(super) limits: crate::limits::Limits,
     /// What each client connection has open.
-    pub connections: Arc<crate::limits::ConnectionCounts>,
+    pub(super) connections: Arc<crate::limits::ConnectionCounts>,
     /// TLS for calls to peers (mutual, with the cluster CA), if on.
-    pub peer_tls: Option<tonic::transport::ClientTlsConfig>,
+    pub(super) peer_tls: Option<tonic::transport::ClientTlsConfig>,
     /// Groups concurrent proposals into shared log entries.
-    pub batcher: crate::batch::Batcher,
+    pub(super) batcher: crate::raft::batch::Batcher,
     /// Log write counters (fsyncs, entries made durable).
-    pub log_stats: Arc<raftlock_store::wal::FlushStats>,
+    pub(super) log_stats: Arc<raftlock_store::wal::FlushStats>,
     /// Whether the data dir is below its free-space reserve.
-    pub space: Arc<crate::space::SpaceAlarm>,
+    pub(super) space: Arc<crate::raft::space::SpaceAlarm>,
     /// True while this node leads but no quorum has acknowledged it for
     /// longer than `leader_lease` (`watch_quorum`): it is likely cut off,
     /// and a new leader may already serve on the other side.
-    pub cut_off: tokio::sync::watch::Receiver<bool>,
+    pub(super) cut_off: tokio::sync::watch::Receiver<bool>,
 }
 
 /// Keeps `cut_off` true while `raft` leads without a quorum's
@@ -113,6 +111,107 @@ pub async fn watch_quorum(
 }
 
 impl Node {
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// Raft's view of the cluster (state, term, leader, membership), as it
+    /// changes.
+    pub fn metrics(
+        &self,
+    ) -> tokio::sync::watch::Receiver<openraft::RaftMetrics<NodeId, raftlock_store::NodeInfo>> {
+        self.raft.metrics()
+    }
+
+    /// The current term.
+    pub fn term(&self) -> u64 {
+        self.raft.metrics().borrow().current_term
+    }
+
+    /// The state machine as applied on this node. What it says is only as
+    /// fresh as this node's log: call [`Node::linearizable`] first where an
+    /// answer must reflect every write acknowledged before the call.
+    pub fn state(&self) -> &Arc<SharedState> {
+        &self.state
+    }
+
+    /// Waits until a quorum has confirmed this node's leadership in a round
+    /// that started after `t` (a keep-alive received at `t` may then be
+    /// acknowledged).
+    pub async fn confirmed_after(&self, t: tokio::time::Instant) -> Result<(), NodeError> {
+        self.confirmer.confirmed_after(t).await
+    }
+
+    /// The highest log index this node knows to be committed.
+    pub async fn committed_index(&self) -> Option<u64> {
+        self.raft
+            .with_raft_state(|s| s.committed.map(|l| l.index))
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// The operator's limits.
+    pub fn limits(&self) -> &crate::limits::Limits {
+        &self.limits
+    }
+
+    /// What each client connection has open.
+    pub fn connections(&self) -> &Arc<crate::limits::ConnectionCounts> {
+        &self.connections
+    }
+
+    /// The cluster this node belongs to.
+    pub fn cluster_id(&self) -> &crate::raft::cluster_identity::ClusterIdentity {
+        &self.cluster_id
+    }
+
+    /// Log writes made durable so far (fsyncs, entries).
+    pub fn log_stats(&self) -> &raftlock_store::wal::FlushStats {
+        &self.log_stats
+    }
+
+    /// Commands proposed and the log entries they shared.
+    pub fn proposal_stats(&self) -> &crate::raft::batch::BatchStats {
+        self.batcher.stats()
+    }
+
+    /// Whether the data dir is below its free-space reserve.
+    pub fn space(&self) -> &Arc<crate::raft::space::SpaceAlarm> {
+        &self.space
+    }
+
+    /// Becomes true when the node starts shutting down (after any
+    /// leadership handover).
+    pub fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.stopping.clone()
+    }
+
+    /// Marks the node as shutting down, for good: writes are refused from
+    /// now on.
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops this node from starting elections: a node on its way out
+    /// would stop hearing the new leader and win an election it cannot
+    /// serve.
+    pub fn stop_campaigning(&self) {
+        self.raft.runtime_config().elect(false);
+    }
+
+    /// Shuts Raft down (after [`Node::stop_campaigning`]).
+    pub async fn shutdown_raft(&self) -> Result<(), String> {
+        self.raft.shutdown().await.map_err(|e| e.to_string())
+    }
+
+    /// Raft itself, for cluster administration (membership changes). Lock
+    /// operations go through [`Node::propose`] instead.
+    pub fn membership_admin(&self) -> &Raft {
+        &self.raft
+    }
+
     /// The leader's client address, if this node knows one.
     pub fn leader_addr(&self) -> Option<String> {
         let m = self.raft.metrics().borrow().clone();

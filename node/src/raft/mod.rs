@@ -1,0 +1,24 @@
+//! Raft plumbing: everything between a lock operation and the replicated
+//! log, and nothing about locks.
+//!
+//! The lock service sees one handle, [`node::Node`]: `propose` a command
+//! and get its applied outcome, `linearizable` before a read of the applied
+//! state, and `leader_addr` / `is_leader` to send a caller to the leader.
+//! Behind it: group commit of concurrent proposals ([`batch`]), batched
+//! leadership confirmation ([`confirm`]), the peer network and its wire
+//! encoding ([`network`], [`peer_codec`]), leadership transfer
+//! ([`transfer`]), the cluster identity every peer call carries
+//! ([`cluster_identity`]) and the data dir's free-space alarm ([`space`]);
+//! [`start`] starts it all on a node's opened storage.
+//! Nothing here imports the lock service, a transport or an operations
+//! module.
+
+pub mod batch;
+pub mod cluster_identity;
+pub mod confirm;
+pub mod network;
+pub mod node;
+pub mod peer_codec;
+pub mod space;
+pub mod start;
+pub mod transfer;
