@@ -1,10 +1,16 @@
-//! Upgrading a node whose data dir was written by a release that kept the
-//! Raft log in sled: the first start migrates the log, vote, committed
-//! index and snapshot into the write-ahead log, and the node serves the
-//! same locks, sessions and tokens.
+//! Upgrading a node whose data dir an earlier release wrote: it starts and
+//! serves the same locks, sessions and tokens, and new tokens continue
+//! above the old ones.
 //!
-//! The fixture under `tests/fixtures/sled-data-dir/` was written by the
-//! last sled release (commit 23eca82) with `make_sled_fixture` below.
+//! - `tests/fixtures/sled-data-dir/`, written by the last release that kept
+//!   the Raft log in sled (commit 23eca82) with `make_sled_fixture`: the
+//!   first start migrates the log, vote, committed index and snapshot into
+//!   the write-ahead log.
+//! - `tests/fixtures/wal-data-dir/`, written with `make_wal_fixture` by the
+//!   release its `expected.json` names (write-ahead log format 2, postcard
+//!   log entries and snapshot): a node must start on it as it is, so a
+//!   change to an on-disk or in-log encoding that forgets old bytes fails
+//!   here.
 
 use raftlock_client::Client;
 use raftlock_tests::binary;
@@ -35,13 +41,18 @@ impl Drop for Node {
 
 impl Node {
     fn start(raftlockd: &Path, dir: &Path, initial: bool, log: &Path) -> Node {
+        Node::start_with(raftlockd, dir, initial, log, &[])
+    }
+
+    fn start_with(raftlockd: &Path, dir: &Path, initial: bool, log: &Path, flags: &[&str]) -> Node {
         let (peer, client) = (free_port(), free_port());
         let mut cmd = Command::new(raftlockd);
         cmd.args(["--id", "1", "--data-dir"])
             .arg(dir)
             .args(["--listen-client", &format!("127.0.0.1:{client}")])
             .args(["--listen-peer", &format!("127.0.0.1:{peer}")])
-            .args(["--snapshot-every", "20"]);
+            .args(["--snapshot-every", "20"])
+            .args(flags);
         if initial {
             cmd.args([
                 "--initial-cluster",
@@ -93,25 +104,24 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sled-data-dir")
 }
 
+fn wal_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/wal-data-dir")
+}
+
 #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
 struct Expected {
     session: u64,
     held: Vec<(String, u64, String)>,
     churn_token: u64,
+    /// The release (commit) that wrote the data dir, where recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    written_by: String,
 }
 
-/// Writes the fixture with an old (sled) raftlockd:
-/// `RAFTLOCK_OLD_RAFTLOCKD=/path/to/old/raftlockd cargo test -p raftlock-tests
-/// --test cluster migration::make_sled_fixture -- --ignored`.
-#[tokio::test]
-#[ignore]
-async fn make_sled_fixture() {
-    let _serial = raftlock_tests::exclusive();
-    let old = PathBuf::from(std::env::var("RAFTLOCK_OLD_RAFTLOCKD").unwrap());
-    let out = fixture();
-    let _ = std::fs::remove_dir_all(&out);
-    let work = tempfile::tempdir().unwrap();
-    let node = Node::start(&old, &out.join("node"), true, &work.path().join("log"));
+/// Holds a session's locks as the fixtures do: two with metadata, a lock
+/// taken and released until snapshots were made and log purged below the
+/// last one, then one more with binary metadata.
+async fn write_fixture_state(node: &Node) -> Expected {
     let client = node.client().await;
     let session = client
         .session_named(Duration::from_secs(600), "fixture")
@@ -128,7 +138,6 @@ async fn make_sled_fixture() {
             .detach();
         held.push((name.to_owned(), g.token, meta.to_owned()));
     }
-    // Enough entries for snapshots and purged log below the last one.
     let mut churn_token = 0;
     for _ in 0..70 {
         let g = session.lock("fixture/churn").acquire().await.unwrap();
@@ -143,11 +152,112 @@ async fn make_sled_fixture() {
         .unwrap()
         .detach();
     held.push(("fixture/held-2".into(), g.token, String::new()));
-    let expected = Expected {
+    Expected {
         session: session.id(),
         held,
         churn_token,
-    };
+        written_by: String::new(),
+    }
+}
+
+/// The node serves what `expected` says the fixture holds, and new tokens
+/// continue above the old ones.
+async fn serves_the_fixture(node: &Node, expected: &Expected) {
+    let client = node.client().await;
+    for (name, token, meta) in &expected.held {
+        let info = client.describe(name).await.unwrap();
+        assert_eq!(info.holders.len(), 1, "{name}: {info:?}");
+        let h = &info.holders[0];
+        assert_eq!(
+            (h.session_id, h.token),
+            (expected.session, *token),
+            "{name}"
+        );
+        if !meta.is_empty() {
+            assert_eq!(h.metadata, meta.as_bytes(), "{name}");
+        }
+        assert!(client.validate(name, *token).await.unwrap().valid, "{name}");
+    }
+    let s = client.session(Duration::from_secs(5)).await.unwrap();
+    let g = s
+        .lock("fixture/churn")
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(g.token() > expected.churn_token);
+    assert!(expected.held.iter().all(|(_, t, _)| g.token() > *t));
+    g.release().await.unwrap();
+    s.close().await.unwrap();
+}
+
+/// 1 MiB segments keep the fixture small (a segment is preallocated).
+const FIXTURE_SEGMENT: [&str; 2] = ["--wal-segment-mb", "1"];
+
+/// Writes the WAL fixture with the raftlockd of a release, whose commit is
+/// recorded beside it:
+/// `RAFTLOCK_OLD_RAFTLOCKD=/path/to/raftlockd RAFTLOCK_OLD_COMMIT=abc1234
+/// cargo test -p raftlock-tests --test cluster migration::make_wal_fixture
+/// -- --ignored`.
+#[tokio::test]
+#[ignore]
+async fn make_wal_fixture() {
+    let _serial = raftlock_tests::exclusive();
+    let old = PathBuf::from(std::env::var("RAFTLOCK_OLD_RAFTLOCKD").unwrap());
+    let out = wal_fixture();
+    let _ = std::fs::remove_dir_all(&out);
+    let work = tempfile::tempdir().unwrap();
+    let node = Node::start_with(
+        &old,
+        &out.join("node"),
+        true,
+        &work.path().join("log"),
+        &FIXTURE_SEGMENT,
+    );
+    let mut expected = write_fixture_state(&node).await;
+    expected.written_by = std::env::var("RAFTLOCK_OLD_COMMIT").unwrap();
+    std::fs::write(
+        out.join("expected.json"),
+        serde_json::to_vec_pretty(&expected).unwrap(),
+    )
+    .unwrap();
+    node.stop();
+}
+
+#[tokio::test]
+async fn a_data_dir_written_by_the_previous_release_starts_and_serves_its_locks() {
+    let _serial = raftlock_tests::exclusive();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("node");
+    copy_dir(&wal_fixture().join("node"), &dir);
+    let expected: Expected =
+        serde_json::from_slice(&std::fs::read(wal_fixture().join("expected.json")).unwrap())
+            .unwrap();
+    assert!(
+        !expected.written_by.is_empty(),
+        "expected.json names its writer"
+    );
+    for start in 0..2 {
+        let log = work.path().join(format!("log-{start}"));
+        let node = Node::start_with(&binary("raftlockd"), &dir, false, &log, &FIXTURE_SEGMENT);
+        serves_the_fixture(&node, &expected).await;
+        node.stop();
+    }
+}
+
+/// Writes the fixture with an old (sled) raftlockd:
+/// `RAFTLOCK_OLD_RAFTLOCKD=/path/to/old/raftlockd cargo test -p raftlock-tests
+/// --test cluster migration::make_sled_fixture -- --ignored`.
+#[tokio::test]
+#[ignore]
+async fn make_sled_fixture() {
+    let _serial = raftlock_tests::exclusive();
+    let old = PathBuf::from(std::env::var("RAFTLOCK_OLD_RAFTLOCKD").unwrap());
+    let out = fixture();
+    let _ = std::fs::remove_dir_all(&out);
+    let work = tempfile::tempdir().unwrap();
+    let node = Node::start(&old, &out.join("node"), true, &work.path().join("log"));
+    let expected = write_fixture_state(&node).await;
     std::fs::write(
         out.join("expected.json"),
         serde_json::to_vec_pretty(&expected).unwrap(),
@@ -167,33 +277,7 @@ async fn a_data_dir_of_the_sled_release_migrates_and_serves_its_locks() {
     for start in 0..2 {
         let log = work.path().join(format!("log-{start}"));
         let node = Node::start(&binary("raftlockd"), &dir, false, &log);
-        let client = node.client().await;
-        for (name, token, meta) in &expected.held {
-            let info = client.describe(name).await.unwrap();
-            assert_eq!(info.holders.len(), 1, "{name}: {info:?}");
-            let h = &info.holders[0];
-            assert_eq!(
-                (h.session_id, h.token),
-                (expected.session, *token),
-                "{name}"
-            );
-            if !meta.is_empty() {
-                assert_eq!(h.metadata, meta.as_bytes(), "{name}");
-            }
-            assert!(client.validate(name, *token).await.unwrap().valid, "{name}");
-        }
-        // New tokens continue above everything the old release issued.
-        let s = client.session(Duration::from_secs(5)).await.unwrap();
-        let g = s
-            .lock("fixture/churn")
-            .try_acquire()
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(g.token() > expected.churn_token);
-        assert!(expected.held.iter().all(|(_, t, _)| g.token() > *t));
-        g.release().await.unwrap();
-        s.close().await.unwrap();
+        serves_the_fixture(&node, &expected).await;
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         if start == 0 {
             assert!(
