@@ -8,10 +8,10 @@ use crate::error::Error;
 use crate::session::Session;
 use crate::types::Grant;
 use futures::Stream;
+use parking_lot::Mutex;
 use raftlock_proto::v1 as pb;
 use raftlock_proto::v1::election_client::ElectionClient;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -190,7 +190,7 @@ impl Leadership {
     /// # fn f(l: raftlock_client::Leadership) { println!("{}", String::from_utf8_lossy(&l.value())); }
     /// ```
     pub fn value(&self) -> Vec<u8> {
-        self.value.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.value.lock().clone()
     }
 
     /// Whether this client can still act as leader: not resigned, and the
@@ -246,7 +246,7 @@ impl Leadership {
             })
             .await
             .map_err(|s| Error::from_status(&s, Some(id), Some(name)))?;
-        *self.value.lock().unwrap_or_else(|p| p.into_inner()) = value;
+        *self.value.lock() = value;
         Ok(())
     }
 

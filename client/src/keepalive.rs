@@ -10,10 +10,11 @@
 use crate::error::Error;
 use crate::lease::Lease;
 use crate::transport::Cluster;
+use parking_lot::Mutex;
 use raftlock_proto::v1 as pb;
 use raftlock_proto::v1::session_client::SessionClient;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -49,8 +50,8 @@ impl KeepAlives {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
-        self.registry.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Registry> {
+        self.registry.lock()
     }
 
     /// Starts keeping `session` alive (created at `sent`), and the task if

@@ -8,12 +8,13 @@
 //! falls back to unary calls to that node.
 
 use crate::transport::Transport;
+use parking_lot::Mutex;
 use raftlock_proto::v1 as pb;
 use raftlock_proto::v1::lock_client::LockClient;
 use raftlock_proto::LEADER_METADATA_KEY;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
@@ -58,7 +59,7 @@ impl Pipelines {
     }
 
     fn find(&self, addr: &str) -> Found {
-        let streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let streams = self.streams.lock();
         if streams.unary_only.contains(addr) {
             return Found::UnaryOnly;
         }
@@ -85,25 +86,21 @@ struct Pending {
 
 impl Pipeline {
     fn is_open(&self) -> bool {
-        !self.pending.lock().unwrap_or_else(|p| p.into_inner()).ended
+        !self.pending.lock().ended
     }
 
     async fn call(&self, call: Call, timeout: Duration) -> Result<Answer, Status> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
-            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            let mut pending = self.pending.lock();
             if pending.ended {
                 return Err(Status::unavailable("the pipeline stream ended"));
             }
             pending.calls.insert(id, tx);
         }
         let forget = || {
-            self.pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .calls
-                .remove(&id);
+            self.pending.lock().calls.remove(&id);
         };
         if self
             .tx
@@ -153,11 +150,7 @@ async fn dispatch(
     let end = loop {
         match inbound.message().await {
             Ok(Some(r)) => {
-                let waiter = pending
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .calls
-                    .remove(&r.id);
+                let waiter = pending.lock().calls.remove(&r.id);
                 // No waiter: that call timed out on this side already.
                 if let Some(w) = waiter {
                     let answer = match r.result {
@@ -173,7 +166,7 @@ async fn dispatch(
         }
     };
     let calls = {
-        let mut p = pending.lock().unwrap_or_else(|p| p.into_inner());
+        let mut p = pending.lock();
         p.ended = true;
         std::mem::take(&mut p.calls)
     };
@@ -235,11 +228,7 @@ impl Pipelines {
             Ok(Ok(r)) => r.into_inner(),
             Ok(Err(s)) if s.code() == tonic::Code::Unimplemented => {
                 tracing::debug!(node = %addr, "no pipeline method; unary calls to this node");
-                self.streams
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .unary_only
-                    .insert(addr.to_owned());
+                self.streams.lock().unary_only.insert(addr.to_owned());
                 return Ok(None);
             }
             Ok(Err(s)) => return Err(s),
@@ -252,11 +241,7 @@ impl Pipelines {
             next_id: AtomicU64::new(1),
             pending,
         });
-        self.streams
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .open
-            .insert(addr.to_owned(), p.clone());
+        self.streams.lock().open.insert(addr.to_owned(), p.clone());
         Ok(Some(p))
     }
 }

@@ -30,7 +30,7 @@ pub struct Session {
 pub(crate) struct SessionInner {
     pub(crate) client: Client,
     pub(crate) lease: Arc<Lease>,
-    sequence: Arc<std::sync::Mutex<Sequence>>,
+    sequence: Arc<parking_lot::Mutex<Sequence>>,
 }
 
 /// The session's exactly-once numbering (Raft dissertation §6.3): every
@@ -47,14 +47,14 @@ struct Sequence {
 /// One logical request's number. Dropping it (the caller has its answer,
 /// or gave up and will not retry) acknowledges it.
 pub(crate) struct Ticket {
-    sequence: Arc<std::sync::Mutex<Sequence>>,
+    sequence: Arc<parking_lot::Mutex<Sequence>>,
     pub(crate) seq: u64,
 }
 
 impl Ticket {
     /// What to send as `acked_below` now: every lower number is done.
     pub(crate) fn acked_below(&self) -> u64 {
-        let s = self.sequence.lock().unwrap_or_else(|p| p.into_inner());
+        let s = self.sequence.lock();
         s.waiting.first().copied().unwrap_or(self.seq).min(self.seq)
     }
 
@@ -63,7 +63,7 @@ impl Ticket {
     /// Every other number up to the highest listed is acknowledged, so a
     /// long wait does not hold the answers of the calls made beside it.
     pub(crate) fn in_flight(&self) -> Vec<u64> {
-        let s = self.sequence.lock().unwrap_or_else(|p| p.into_inner());
+        let s = self.sequence.lock();
         s.waiting
             .iter()
             .copied()
@@ -74,7 +74,7 @@ impl Ticket {
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        let mut s = self.sequence.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = self.sequence.lock();
         s.waiting.remove(&self.seq);
     }
 }
@@ -156,7 +156,7 @@ impl Client {
 impl SessionInner {
     /// Numbers a new logical request of this session.
     pub(crate) fn ticket(&self) -> Ticket {
-        let mut s = self.sequence.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = self.sequence.lock();
         s.last += 1;
         let seq = s.last;
         s.waiting.insert(seq);

@@ -2,11 +2,11 @@
 //! retries that follow the leader with exponential backoff and jitter.
 
 use crate::error::Error;
+use parking_lot::Mutex;
 use raftlock_proto::LEADER_METADATA_KEY;
 use rand::Rng;
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
 use tonic::metadata::{Ascii, MetadataValue};
@@ -459,7 +459,7 @@ impl Cluster {
     /// Records the limits a node advertised (nothing from an older node).
     pub(crate) fn learn_limits(&self, limits: Option<&crate::types::ServerLimits>) {
         if let Some(l) = limits {
-            *self.max_wait.lock().unwrap_or_else(|p| p.into_inner()) = Some(l.max_wait);
+            *self.max_wait.lock() = Some(l.max_wait);
         }
     }
 
@@ -469,12 +469,11 @@ impl Cluster {
     pub(crate) fn max_wait(&self) -> Duration {
         self.max_wait
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .unwrap_or(Duration::from_millis(raftlock_proto::limits::MAX_WAIT_MS))
     }
 
     pub(crate) fn channel(&self, addr: &str) -> Result<Transport, Error> {
-        let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        let mut channels = self.channels.lock();
         if let Some(c) = channels.get(addr) {
             return Ok(c.clone());
         }
@@ -494,16 +493,11 @@ impl Cluster {
 
     /// The node to try next: the cached leader, else the endpoints in turn.
     pub(crate) fn target(&self) -> String {
-        if let Some(l) = self
-            .leader
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-        {
+        if let Some(l) = self.leader.lock().clone() {
             return l;
         }
-        let endpoints = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
-        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        let endpoints = self.endpoints.lock();
+        let mut next = self.next.lock();
         *next = (*next + 1) % endpoints.len();
         endpoints[*next].clone()
     }
@@ -519,8 +513,8 @@ impl Cluster {
             .filter(|h| h != addr);
         match hint {
             Some(h) => {
-                let mut leader = self.leader.lock().unwrap_or_else(|p| p.into_inner());
-                let mut endpoints = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
+                let mut leader = self.leader.lock();
+                let mut endpoints = self.endpoints.lock();
                 if !endpoints.contains(&h) {
                     endpoints.push(h.clone());
                 }
@@ -541,14 +535,14 @@ impl Cluster {
     /// it again first could spend the rest of a short TTL on it.
     pub(crate) fn forget_leader(&self, addr: &str) {
         {
-            let mut leader = self.leader.lock().unwrap_or_else(|p| p.into_inner());
+            let mut leader = self.leader.lock();
             if leader.as_deref() == Some(addr) {
                 *leader = None;
             }
         }
-        let endpoints = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
+        let endpoints = self.endpoints.lock();
         if endpoints.len() > 1 {
-            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+            let mut next = self.next.lock();
             if endpoints[(*next + 1) % endpoints.len()] == addr {
                 *next = (*next + 1) % endpoints.len();
             }
@@ -556,7 +550,7 @@ impl Cluster {
     }
 
     pub(crate) fn remember_leader(&self, addr: &str) {
-        *self.leader.lock().unwrap_or_else(|p| p.into_inner()) = Some(addr.to_owned());
+        *self.leader.lock() = Some(addr.to_owned());
     }
 
     /// Runs one logical call, retrying on other nodes until it succeeds, fails

@@ -8,11 +8,12 @@ use crate::cluster::Cluster;
 use crate::history::FaultWindow;
 use crate::net::{self, Net};
 use crate::workload::Recorder;
+use parking_lot::Mutex;
 use raftlock_client::Client;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -107,10 +108,7 @@ pub struct Nemesis {
 impl Nemesis {
     fn failed(&self, what: String) {
         tracing::error!(failure = %what, "the nemesis could not act: the run will fail");
-        self.failures
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(what);
+        self.failures.lock().push(what);
     }
 
     /// Runs rounds until `stop`, then heals everything.
@@ -163,21 +161,14 @@ impl Nemesis {
             }
             self.heal().await;
             let (observations, majority_down) = self.disk.take_round();
-            self.windows
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(FaultWindow {
-                    name,
-                    start_ns: start,
-                    end_ns: self.rec.now_ns(),
-                    majority_down: majority_down || round == Kind::KillAll,
-                    observations,
-                    clock_rate: self
-                        .clock_rate
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .take(),
-                });
+            self.windows.lock().push(FaultWindow {
+                name,
+                start_ns: start,
+                end_ns: self.rec.now_ns(),
+                majority_down: majority_down || round == Kind::KillAll,
+                observations,
+                clock_rate: self.clock_rate.lock().take(),
+            });
             if *stop.borrow() {
                 break;
             }
@@ -212,7 +203,7 @@ impl Nemesis {
                 let rate = *self.clock_rates.choose(rng).unwrap_or(&1.05);
                 c.restart_skewed(target, rate)?;
                 drop(c);
-                *self.clock_rate.lock().unwrap_or_else(|p| p.into_inner()) = Some(rate);
+                *self.clock_rate.lock() = Some(rate);
                 // A skewed clock matters most on the leader, whose clock
                 // times the leases: hand leadership to it once it is back.
                 tokio::time::sleep(Duration::from_millis(1500)).await;

@@ -12,8 +12,9 @@ use crate::net::Net;
 use crate::report::{self, RunMeta};
 use crate::workload::{self, Recorder};
 use anyhow::Context;
+use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -215,7 +216,7 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
     workload::final_reads(backend.as_ref(), &rec, cfg.workload).await;
 
     let history = rec.history();
-    let faults = windows.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let faults = windows.lock().clone();
     let meta = RunMeta {
         workload: serde_plain(&cfg.workload),
         nemesis: serde_plain(&cfg.nemesis),
@@ -235,11 +236,7 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
             .map(|w| w.display().to_string()),
     };
     let outcome = finish(&dir, &meta, &history, &faults)?;
-    let failures = nem
-        .failures
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
+    let failures = nem.failures.lock().clone();
     anyhow::ensure!(
         failures.is_empty(),
         "the nemesis could not act, so this run tested less than it says ({}): {}",

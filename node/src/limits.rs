@@ -9,12 +9,13 @@
 
 use crate::error::{ConfigError, NodeError};
 use clap::Args;
+use parking_lot::Mutex;
 use raftlock_proto::limits as hard;
 use raftlock_proto::reason::{self, Reason};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tonic::Status;
 
 /// Limit flags (also the `[limits]` table of the config file).
@@ -304,7 +305,7 @@ impl Drop for Slot {
         } else {
             &self.counts.requests
         };
-        let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = map.lock();
         if let Some(n) = map.get_mut(&self.addr) {
             *n -= 1;
             if *n == 0 {
@@ -327,7 +328,7 @@ impl ConnectionCounts {
         } else {
             &self.requests
         };
-        let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = map.lock();
         let n = map.entry(addr).or_default();
         if *n >= limit {
             metrics::counter!("raftlock_limit_refusals_total", "limit" => what.to_owned())

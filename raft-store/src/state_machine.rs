@@ -17,11 +17,12 @@ use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{
     EntryPayload, OptionalSend, RaftSnapshotBuilder, SnapshotMeta, StorageIOError, StoredMembership,
 };
+use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 use serde::{Deserialize, Serialize};
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::sync::Arc;
 use tokio::sync::broadcast;
 
 /// The applied state: the lease machine plus what openraft needs to know
@@ -104,7 +105,7 @@ struct Observers(RwLock<Vec<Observer>>);
 
 impl std::fmt::Debug for Observers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.0.read().map_or(0, |o| o.len());
+        let n = self.0.read().len();
         write!(f, "{n} observers")
     }
 }
@@ -112,7 +113,7 @@ impl std::fmt::Debug for Observers {
 impl SharedState {
     /// Reads the applied state. A std lock: nothing awaits while holding it.
     pub fn read(&self) -> RwLockReadGuard<'_, AppliedState> {
-        self.state.read().unwrap_or_else(|p| p.into_inner())
+        self.state.read()
     }
 
     /// Subscribes to changes from now on.
@@ -130,24 +131,14 @@ impl SharedState {
     /// take a lock that is held while waiting for the state. A subscriber
     /// task per such bookkeeper woke on every applied batch, on every node.
     pub fn observe(&self, observer: impl Fn(&[Change]) + Send + Sync + 'static) {
-        self.observers
-            .0
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(Box::new(observer));
+        self.observers.0.write().push(Box::new(observer));
     }
 
     fn publish(&self, changes: Vec<Change>) {
         if changes.is_empty() {
             return;
         }
-        for observe in self
-            .observers
-            .0
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-        {
+        for observe in self.observers.0.read().iter() {
             observe(&changes);
         }
         if self.changes.receiver_count() > 0 {
@@ -252,8 +243,8 @@ impl StateMachineStore {
         self.shared.clone()
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, AppliedState> {
-        self.shared.state.write().unwrap_or_else(|p| p.into_inner())
+    fn write(&self) -> parking_lot::RwLockWriteGuard<'_, AppliedState> {
+        self.shared.state.write()
     }
 }
 
@@ -359,7 +350,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
         let path = self.snapshot_file.clone();
         let on_disk = self.on_disk.clone();
         let (meta, data) = tokio::task::spawn_blocking(move || {
-            let mut on_disk = on_disk.lock().unwrap_or_else(|p| p.into_inner());
+            let mut on_disk = on_disk.lock();
             if on_disk.is_some() && *on_disk >= meta.last_log_id {
                 // A snapshot installed meanwhile is at least as new: it is
                 // the one to keep (the log may be purged up to it already).
@@ -497,7 +488,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let file_meta = meta.clone();
         let on_disk = self.on_disk.clone();
         let written = tokio::task::spawn_blocking(move || {
-            let mut on_disk = on_disk.lock().unwrap_or_else(|p| p.into_inner());
+            let mut on_disk = on_disk.lock();
             // Never replace a newer snapshot with an older one.
             if *on_disk > file_meta.last_log_id {
                 return Ok(None);

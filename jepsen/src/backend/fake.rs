@@ -2,9 +2,10 @@
 //! showing that the checkers catch what they claim to.
 
 use super::{Backend, OpError, Session, TokenBlock, BURST, RATE, RATE_PER};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A fault planted in the [`Fake`] backend.
@@ -159,7 +160,7 @@ impl Backend for Fake {
     async fn validate(&self, name: &str, token: u64) -> Result<bool, OpError> {
         // Not through `holders`: with ForgetOnRestart that call is the
         // "restart" and wipes the state, which a read mid-run must not do.
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.state.lock();
         st.expire(Instant::now(), self.fault);
         Ok(st
             .locks
@@ -168,7 +169,7 @@ impl Backend for Fake {
     }
 
     async fn resize(&self, name: &str, permits: u32) -> Result<(), OpError> {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.state.lock();
         st.index();
         st.sizes.insert(name.to_owned(), permits);
         Ok(())
@@ -177,11 +178,7 @@ impl Backend for Fake {
     async fn take(&self, name: &str, wait: Option<Duration>) -> Result<(bool, Duration), OpError> {
         let give_up = Instant::now() + wait.unwrap_or_default();
         loop {
-            let r = self
-                .state
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take(name, 1, self.fault)?;
+            let r = self.state.lock().take(name, 1, self.fault)?;
             if r.0 || Instant::now() + r.1 > give_up {
                 return Ok(r);
             }
@@ -195,11 +192,7 @@ impl Backend for Fake {
         n: u64,
         validity: Duration,
     ) -> Result<Option<Box<dyn TokenBlock>>, OpError> {
-        let (admitted, _) = self
-            .state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take(name, n, self.fault)?;
+        let (admitted, _) = self.state.lock().take(name, n, self.fault)?;
         Ok(admitted.then(|| {
             Box::new(FakeBlock {
                 left: AtomicU64::new(n),
@@ -209,7 +202,7 @@ impl Backend for Fake {
     }
 
     async fn holders(&self, name: &str) -> Result<Vec<u64>, OpError> {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.state.lock();
         if self.fault == Fault::ForgetOnRestart && st.next_index > 10 {
             // Final reads come after the "restart": everything is gone,
             // sessions included, and the log index starts again.
@@ -226,7 +219,7 @@ impl Backend for Fake {
 
 impl Fake {
     fn make(&self, ttl: Duration, frozen: bool) -> Result<Box<dyn Session>, OpError> {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.state.lock();
         let id = st.index();
         let now = Instant::now();
         st.sessions.insert(id, (ttl, now, frozen));
@@ -289,7 +282,7 @@ impl Session for FakeSession {
         let give_up = Instant::now() + wait;
         loop {
             {
-                let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                let mut st = self.state.lock();
                 if !self.tick(&mut st) {
                     return Err(OpError::Fail("session gone".into()));
                 }
@@ -341,7 +334,7 @@ impl Session for FakeSession {
     }
 
     async fn release(&self, name: &str, token: u64) -> Result<(), OpError> {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.state.lock();
         self.tick(&mut st);
         let holders = st.locks.entry(name.to_owned()).or_default();
         let before = holders.len();
@@ -363,7 +356,7 @@ impl Session for FakeSession {
     }
 
     async fn proclaim(&self, name: &str, token: u64, _value: &str) -> Result<(), OpError> {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.state.lock();
         self.tick(&mut st);
         let holds = st
             .locks
@@ -381,7 +374,7 @@ impl Session for FakeSession {
     }
 
     async fn close(&self) {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.state.lock();
         st.sessions.remove(&self.id);
         for holders in st.locks.values_mut() {
             holders.retain(|(s, _)| *s != self.id);

@@ -4,10 +4,10 @@
 mod fake;
 
 pub use fake::{Fake, Fault};
+use parking_lot::Mutex;
 use raftlock_client::{Client, Error, LockGuard};
 use raftlock_proto::v1 as pb;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How an operation failed.
@@ -272,10 +272,7 @@ impl Session for RealSession {
         match b.acquire().await {
             Ok(g) => {
                 let token = g.token();
-                self.guards
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert((name.to_owned(), token), g);
+                self.guards.lock().insert((name.to_owned(), token), g);
                 Ok(Some(token))
             }
             Err(Error::WaitTimedOut(_)) => Ok(None),
@@ -284,11 +281,7 @@ impl Session for RealSession {
     }
 
     async fn release(&self, name: &str, token: u64) -> Result<(), OpError> {
-        let g = self
-            .guards
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&(name.to_owned(), token));
+        let g = self.guards.lock().remove(&(name.to_owned(), token));
         match g {
             Some(g) => g.release().await.map_err(classify),
             None => Err(OpError::Fail(format!("no guard for {name} token {token}"))),
@@ -310,10 +303,7 @@ impl Session for RealSession {
         {
             Ok(l) => {
                 let token = l.token();
-                self.leaderships
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert((name.to_owned(), token), l);
+                self.leaderships.lock().insert((name.to_owned(), token), l);
                 Ok(Some(token))
             }
             Err(Error::WaitTimedOut(_)) => Ok(None),
@@ -324,28 +314,17 @@ impl Session for RealSession {
     async fn proclaim(&self, name: &str, token: u64, value: &str) -> Result<(), OpError> {
         // Take the leadership out while awaiting: a std mutex guard cannot be
         // held across an await.
-        let l = self
-            .leaderships
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&(name.to_owned(), token));
+        let l = self.leaderships.lock().remove(&(name.to_owned(), token));
         let Some(l) = l else {
             return Err(OpError::Fail(format!("not leading {name} with {token}")));
         };
         let r = l.proclaim(value).await.map_err(classify);
-        self.leaderships
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert((name.to_owned(), token), l);
+        self.leaderships.lock().insert((name.to_owned(), token), l);
         r
     }
 
     async fn resign(&self, name: &str, token: u64) -> Result<(), OpError> {
-        let l = self
-            .leaderships
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&(name.to_owned(), token));
+        let l = self.leaderships.lock().remove(&(name.to_owned(), token));
         match l {
             Some(l) => l.resign().await.map_err(classify),
             None => Err(OpError::Fail(format!("not leading {name} with {token}"))),
@@ -355,20 +334,8 @@ impl Session for RealSession {
     async fn close(&self) {
         // Guards must not release in the background after the session is
         // closed (the close releases everything at once).
-        let guards: Vec<LockGuard> = self
-            .guards
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .map(|(_, g)| g)
-            .collect();
-        let leaderships: Vec<_> = self
-            .leaderships
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .map(|(_, l)| l)
-            .collect();
+        let guards: Vec<LockGuard> = self.guards.lock().drain().map(|(_, g)| g).collect();
+        let leaderships: Vec<_> = self.leaderships.lock().drain().map(|(_, l)| l).collect();
         let _ = self.session.close().await;
         drop(guards);
         drop(leaderships);

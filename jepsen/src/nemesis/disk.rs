@@ -24,12 +24,13 @@
 use super::Nemesis;
 use crate::disk::{self, Damage};
 use crate::history::Observation;
+use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -86,7 +87,7 @@ impl DiskState {
 
     /// This round's observations, and whether it took a majority down.
     pub(super) fn take_round(&self) -> (Vec<Observation>, bool) {
-        let mut r = self.round.lock().unwrap_or_else(|p| p.into_inner());
+        let mut r = self.round.lock();
         let r = std::mem::take(&mut *r);
         (r.observations, r.majority_down)
     }
@@ -95,22 +96,15 @@ impl DiskState {
         if !as_required {
             tracing::error!(node, %what, "a node broke a storage rule");
         }
-        self.round
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .observations
-            .push(Observation {
-                node,
-                as_required,
-                what,
-            });
+        self.round.lock().observations.push(Observation {
+            node,
+            as_required,
+            what,
+        });
     }
 
     fn majority_down(&self) {
-        self.round
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .majority_down = true;
+        self.round.lock().majority_down = true;
     }
 }
 

@@ -8,6 +8,7 @@ mod rate;
 
 use crate::backend::{Backend, OpError, Session};
 use crate::history::{Op, Type, F};
+use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 pub use rate::TOKEN_LEASE;
@@ -15,7 +16,7 @@ use serde_json::json;
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
@@ -177,7 +178,7 @@ impl Recorder {
     /// Takes in an op a client process recorded (its time already on this
     /// clock).
     pub fn insert(&self, mut op: Op) {
-        let mut ops = self.ops.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ops = self.ops.lock();
         op.index = ops.len();
         ops.push(op);
     }
@@ -204,7 +205,7 @@ impl Recorder {
 
     /// Records one op of `kind` that happened at `at`.
     pub fn record_at(&self, kind: Type, spec: &OpSpec, error: Option<String>, at: Instant) {
-        let mut ops = self.ops.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ops = self.ops.lock();
         let op = Op {
             index: ops.len(),
             time_ns: self.ns(at),
@@ -220,7 +221,7 @@ impl Recorder {
         };
         if let Some(sink) = &self.sink {
             drop(ops);
-            let mut w = sink.lock().unwrap_or_else(|p| p.into_inner());
+            let mut w = sink.lock();
             // The harness reads whole lines; a write error means it is gone.
             if let Ok(line) = serde_json::to_string(&op) {
                 let _ = writeln!(w, "{line}").and_then(|_| w.flush());
@@ -233,7 +234,7 @@ impl Recorder {
     /// The history so far, in time order (ops of client processes arrive
     /// late); each process's ops keep their order.
     pub fn history(&self) -> Vec<Op> {
-        let mut h = self.ops.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut h = self.ops.lock().clone();
         h.sort_by_key(|o| o.time_ns);
         for (i, o) in h.iter_mut().enumerate() {
             o.index = i;
@@ -252,7 +253,7 @@ pub struct Registers {
 impl Registers {
     /// Accepts or refuses a write with `token`.
     pub fn write(&self, name: &str, token: u64) -> Result<(), String> {
-        let mut h = self.highest.lock().unwrap_or_else(|p| p.into_inner());
+        let mut h = self.highest.lock();
         let highest = h.entry(name.to_owned()).or_default();
         if token < *highest {
             return Err(format!("stale token {token} < {highest}"));

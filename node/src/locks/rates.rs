@@ -14,9 +14,10 @@
 use super::Locks;
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
+use parking_lot::Mutex;
 use raftlock_store::machine::{validate, Bucket, Command, LimitSpec, Reply};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -88,7 +89,7 @@ impl Locks {
     /// This leader's rate clock now, ns.
     fn rate_now(&self) -> u64 {
         let term = self.term();
-        let mut clock = self.rates.clock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut clock = self.rates.clock.lock();
         let (_, base, at) = match *clock {
             Some(c) if c.0 == term => c,
             _ => {
@@ -112,7 +113,7 @@ impl Locks {
     }
 
     fn queue(&self, name: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut queues = self.rates.queues.lock().unwrap_or_else(|p| p.into_inner());
+        let mut queues = self.rates.queues.lock();
         // Forget the queues nobody waits in, so names do not pile up.
         if queues.len() > 1_024 {
             queues.retain(|_, q| Arc::strong_count(q) > 1);

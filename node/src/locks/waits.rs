@@ -4,10 +4,11 @@
 //! to the registered calls (`on_changes`) instead of waking every waiter
 //! on every event.
 
+use parking_lot::Mutex;
 use raftlock_store::machine::{Event, Grant, RequestId, SessionId, WaitEnd};
 use raftlock_store::state_machine::Change;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::sync::oneshot;
 
 /// What ended a wait.
@@ -40,7 +41,7 @@ impl Waits {
     /// Waiting calls registered on this node (a gauge: one left behind by
     /// a call that ended is a leak).
     pub fn len(&self) -> usize {
-        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let inner = self.inner.lock();
         inner.values().map(Vec::len).sum()
     }
 
@@ -63,7 +64,7 @@ impl Drop for Registration {
     fn drop(&mut self) {
         // By its own number: its receiver is still alive here, so the
         // sender does not look closed yet.
-        let mut inner = self.waits.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inner = self.waits.inner.lock();
         if let Some(list) = inner.get_mut(&self.key) {
             list.retain(|(_, serial, _)| *serial != self.serial);
             if list.is_empty() {
@@ -86,7 +87,6 @@ impl Waits {
         let serial = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.inner
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .entry(key.clone())
             .or_default()
             .push((request_id, serial, tx));
@@ -100,14 +100,14 @@ impl Waits {
 
     /// Whether a call here waits for `request_id`'s wait for `name`.
     pub fn is_waiting(&self, session: SessionId, name: &str, request_id: RequestId) -> bool {
-        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let inner = self.inner.lock();
         inner
             .get(&(session, name.to_owned()))
             .is_some_and(|list| list.iter().any(|(id, _, _)| *id == request_id))
     }
 
     fn resolve(&self, key: &Key, request_id: RequestId, result: impl Fn() -> WaitResult) {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inner = self.inner.lock();
         if let Some(list) = inner.get_mut(key) {
             let mut kept = Vec::new();
             for (id, serial, tx) in list.drain(..) {
@@ -125,7 +125,7 @@ impl Waits {
     }
 
     fn recheck_all(&self) {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inner = self.inner.lock();
         for (_, list) in inner.drain() {
             for (_, _, tx) in list {
                 let _ = tx.send(WaitResult::Recheck);
@@ -170,7 +170,7 @@ mod tests {
     use super::*;
 
     fn registered(waits: &Waits) -> usize {
-        waits.inner.lock().unwrap().values().map(Vec::len).sum()
+        waits.inner.lock().values().map(Vec::len).sum()
     }
 
     /// A waiting call whose proposal failed (not leader, no session,
@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(registered(&waits), 1);
         drop(r);
         assert_eq!(registered(&waits), 0, "the registry kept a dropped wait");
-        assert!(waits.inner.lock().unwrap().is_empty());
+        assert!(waits.inner.lock().is_empty());
     }
 
     /// A retry of the same request waiting beside the first: the first

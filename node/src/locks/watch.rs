@@ -14,10 +14,11 @@
 use super::Locks;
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
+use parking_lot::Mutex;
 use raftlock_store::machine::{validate, Command, Event, FencingToken, Mode, SessionId};
 use raftlock_store::state_machine::{Change, SharedState};
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::sync::broadcast::{self, error::RecvError};
 
 /// Commands with lock events a node remembers for watchers by default.
@@ -161,8 +162,8 @@ impl WatchHub {
         hub
     }
 
-    fn history(&self) -> std::sync::MutexGuard<'_, History> {
-        self.history.lock().unwrap_or_else(|p| p.into_inner())
+    fn history(&self) -> parking_lot::MutexGuard<'_, History> {
+        self.history.lock()
     }
 
     fn record(&self, change: &Change, state: &SharedState) {

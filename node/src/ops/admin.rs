@@ -12,9 +12,10 @@ use axum::Router;
 use metrics::{counter, gauge};
 use metrics_exporter_prometheus::PrometheusHandle;
 use openraft::ServerState;
+use parking_lot::Mutex;
 use raftlock_store::machine::{EndReason, Event};
 use raftlock_store::state_machine::{Change, SharedState};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -40,7 +41,7 @@ pub async fn track(node: Arc<Node>, waits: Arc<crate::locks::waits::Waits>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut leader = None;
     let holds = Arc::new(Mutex::new(Holds::default()));
-    lock(&holds).reload(node.state());
+    holds.lock().reload(node.state());
     count_applied(node.state(), holds.clone());
     // Handles made once: Raft's metrics change several times per entry, and
     // each `gauge!` with a name looks the series up in the registry.
@@ -92,7 +93,7 @@ pub async fn track(node: Arc<Node>, waits: Arc<crate::locks::waits::Waits>) {
                 gauge!("raftlock_waits_registered").set(waits.len() as f64);
                 gauge!("raftlock_runtime_tasks")
                     .set(tokio::runtime::Handle::current().metrics().num_alive_tasks() as f64);
-                let oldest = lock(&holds).oldest_age_seconds();
+                let oldest = holds.lock().oldest_age_seconds();
                 gauge!("raftlock_lock_oldest_hold_seconds").set(oldest);
             }
         }
@@ -108,7 +109,7 @@ fn count_applied(state: &Arc<SharedState>, holds: Arc<Mutex<Holds>>) {
     // Weak: the state owns its observers.
     let weak = Arc::downgrade(state);
     state.observe(move |batch| {
-        let mut holds = lock(&holds);
+        let mut holds = holds.lock();
         for c in batch {
             match c {
                 Change::Applied { outcome, .. } => {
@@ -135,10 +136,6 @@ fn count_applied(state: &Arc<SharedState>, holds: Arc<Mutex<Holds>>) {
             }
         }
     });
-}
-
-fn lock(holds: &Mutex<Holds>) -> std::sync::MutexGuard<'_, Holds> {
-    holds.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The grants held now, by token, with when each was granted: for the

@@ -9,9 +9,10 @@
 //! cluster is refused, so a node added to the wrong cluster by mistake (or
 //! a data dir copied between clusters) never takes its entries.
 
+use parking_lot::{Mutex, RwLock};
 use raftlock_proto::reason::{self, Reason};
 use raftlock_store::data_dir::DataDir;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
 /// The metadata key that carries the sender's cluster id on peer calls.
 pub const CLUSTER_ID_METADATA_KEY: &str = "raftlock-cluster-id";
@@ -31,7 +32,6 @@ impl ClusterIdentity {
     pub fn new(node: u64, data: Arc<Mutex<DataDir>>) -> Self {
         let id = data
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .identity()
             .cluster_id
             .clone()
@@ -54,7 +54,7 @@ impl ClusterIdentity {
 
     /// The cluster id, or "" while a joining node has not learned it.
     pub fn get(&self) -> String {
-        self.id.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.id.read().clone()
     }
 
     /// Admits a peer call from cluster `theirs`: the same cluster, or a
@@ -65,7 +65,7 @@ impl ClusterIdentity {
         if theirs.is_empty() {
             return Ok(());
         }
-        let mut ours = self.id.write().unwrap_or_else(|p| p.into_inner());
+        let mut ours = self.id.write();
         if *ours == theirs {
             return Ok(());
         }
@@ -80,7 +80,7 @@ impl ClusterIdentity {
             ));
         }
         if let Some(data) = &self.data {
-            let mut data = data.lock().unwrap_or_else(|p| p.into_inner());
+            let mut data = data.lock();
             if let Err(e) = data.set_cluster_id(theirs) {
                 // Served all the same; recorded at the next call.
                 tracing::error!(node = self.node, error = %e, "cannot record the cluster id in the data dir");

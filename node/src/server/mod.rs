@@ -58,7 +58,7 @@ pub struct RunningNode {
     pub node: Arc<Node>,
     log: raftlock_store::wal::Wal,
     /// Holds the data dir's lock for as long as the node runs.
-    _data: Arc<std::sync::Mutex<DataDir>>,
+    _data: Arc<parking_lot::Mutex<DataDir>>,
     stop: watch::Sender<bool>,
     servers: Vec<tokio::task::JoinHandle<Result<(), tonic::transport::Error>>>,
 }
@@ -69,7 +69,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     crate::ops::metrics::recorder();
     let (data, log, sm) = storage::open(&config).await?;
     let joining = data.identity().joining;
-    let data = Arc::new(std::sync::Mutex::new(data));
+    let data = Arc::new(parking_lot::Mutex::new(data));
     let cluster_identity =
         crate::raft::cluster_identity::ClusterIdentity::new(config.id, data.clone());
     let auth = crate::auth::shared(match &config.auth_file {

@@ -2,12 +2,13 @@
 //! that tests can run it on a simulated disk that keeps written-but-unsynced
 //! bytes apart and loses them (or tears the last write) on a crash.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// One file of the log.
 pub trait WalFile: Send + 'static {
@@ -417,8 +418,8 @@ impl SimDir {
         self.lock().syncs
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, SimDisk> {
-        self.disk.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, SimDisk> {
+        self.disk.lock()
     }
 
     /// A power loss: every file goes back to its last synced contents, and
@@ -464,7 +465,7 @@ fn write_into(contents: &mut Vec<u8>, offset: u64, buf: &[u8]) {
 
 impl SimFile {
     fn with<T>(&self, f: impl FnOnce(&mut SimDisk, &str) -> io::Result<T>) -> io::Result<T> {
-        let mut d = self.disk.lock().unwrap_or_else(|p| p.into_inner());
+        let mut d = self.disk.lock();
         if d.epoch != self.epoch {
             return Err(io::Error::other(
                 "the disk crashed since this file was opened",

@@ -20,12 +20,13 @@ use self::format::{Effect, Encoded, LogImage};
 use crate::types::{Entry, LogId, NodeId, StorageError, TypeConfig};
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{LogState, OptionalSend, RaftLogReader, StorageIOError, Vote};
+use parking_lot::RwLock;
 use std::fmt::Debug;
 use std::io;
 use std::ops::RangeBounds;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::{mpsc, Arc, RwLock};
+use std::sync::{mpsc, Arc};
 
 pub use self::format::SEGMENT_BYTES;
 
@@ -114,13 +115,13 @@ struct Inner {
     /// The latest committed-index record not yet handed to the writer: it
     /// goes out with the next write somebody waits for, not in a write (and
     /// a wake-up of the writer thread) of its own.
-    committed: std::sync::Mutex<Option<Encoded>>,
+    committed: parking_lot::Mutex<Option<Encoded>>,
     /// This node's id once it answers its own appends as leader before
     /// they are durable (see [`Wal::flush_leader_appends_in_parallel`]).
     early_for: std::sync::OnceLock<NodeId>,
     /// The writer's state, shared by its thread and, for writes done on
     /// the caller's thread, by `send`.
-    process: Arc<std::sync::Mutex<dyn Process>>,
+    process: Arc<parking_lot::Mutex<dyn Process>>,
     /// Jobs handed to the writer thread and not yet done.
     queued: Arc<std::sync::atomic::AtomicUsize>,
     /// This node's id once it writes the appends of other leaders on the
@@ -159,17 +160,18 @@ impl Wal {
         let (appended, _) = tokio::sync::watch::channel(image.last_log_id());
         let writer_flushed = flushed.clone();
         let (failed, _) = tokio::sync::watch::channel(None);
-        let process: Arc<std::sync::Mutex<dyn Process>> = Arc::new(std::sync::Mutex::new(Writer {
-            core,
-            stats: writer_stats,
-            flushed: writer_flushed,
-            failed: None,
-            failure: failed.clone(),
-            written_last: None,
-            purge_pending: false,
-            fsync_seconds: metrics::histogram!("raftlock_fsync_seconds"),
-            batch_entries: metrics::histogram!("raftlock_append_batch_entries"),
-        }));
+        let process: Arc<parking_lot::Mutex<dyn Process>> =
+            Arc::new(parking_lot::Mutex::new(Writer {
+                core,
+                stats: writer_stats,
+                flushed: writer_flushed,
+                failed: None,
+                failure: failed.clone(),
+                written_last: None,
+                purge_pending: false,
+                fsync_seconds: metrics::histogram!("raftlock_fsync_seconds"),
+                batch_entries: metrics::histogram!("raftlock_append_batch_entries"),
+            }));
         let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (thread_process, thread_queued) = (process.clone(), queued.clone());
         std::thread::Builder::new()
@@ -185,7 +187,7 @@ impl Wal {
                     flushed,
                     appended,
                     failed,
-                    committed: std::sync::Mutex::new(None),
+                    committed: parking_lot::Mutex::new(None),
                     early_for: std::sync::OnceLock::new(),
                     process,
                     queued,
@@ -324,12 +326,12 @@ impl Wal {
         self.inner.stats.clone()
     }
 
-    fn image(&self) -> std::sync::RwLockReadGuard<'_, LogImage> {
-        self.inner.image.read().unwrap_or_else(|p| p.into_inner())
+    fn image(&self) -> parking_lot::RwLockReadGuard<'_, LogImage> {
+        self.inner.image.read()
     }
 
-    fn image_mut(&self) -> std::sync::RwLockWriteGuard<'_, LogImage> {
-        self.inner.image.write().unwrap_or_else(|p| p.into_inner())
+    fn image_mut(&self) -> parking_lot::RwLockWriteGuard<'_, LogImage> {
+        self.inner.image.write()
     }
 
     fn send(&self, job: Job) -> io::Result<()> {
@@ -340,16 +342,11 @@ impl Wal {
     /// thread when the writer thread has nothing queued.
     fn dispatch(&self, mut job: Job, here: bool) -> io::Result<()> {
         if !matches!(job.done, Done::Nobody) {
-            let committed = self
-                .inner
-                .committed
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take();
+            let committed = self.inner.committed.lock().take();
             job.records.extend(committed);
         }
         if here {
-            if let Ok(mut process) = self.inner.process.try_lock() {
+            if let Some(mut process) = self.inner.process.try_lock() {
                 // Nothing queued before this job, and nothing can be
                 // written while the lock is held: the log keeps its order.
                 if self.inner.queued.load(Ordering::SeqCst) == 0 {
@@ -445,7 +442,7 @@ struct Writer<D: WalDir> {
 /// The writer thread: every job queued at the moment goes out in one write
 /// and one fdatasync; then their waiters are told, in order.
 fn writer(
-    process: Arc<std::sync::Mutex<dyn Process>>,
+    process: Arc<parking_lot::Mutex<dyn Process>>,
     queued: Arc<std::sync::atomic::AtomicUsize>,
     rx: mpsc::Receiver<Job>,
 ) {
@@ -453,7 +450,7 @@ fn writer(
         let mut batch = vec![first];
         batch.extend(rx.try_iter());
         let count = batch.len();
-        let mut process = process.lock().unwrap_or_else(|p| p.into_inner());
+        let mut process = process.lock();
         process.process(batch);
         // Under the lock: a caller that finds nothing queued while it holds
         // it may write in its place.
@@ -593,11 +590,7 @@ impl RaftLogStorage<TypeConfig> for Wal {
         // means re-applying from the snapshot up to a commit point the
         // cluster confirms again. It is written after the entries it
         // covers, which openraft appended before it committed them.
-        *self
-            .inner
-            .committed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Some(record);
+        *self.inner.committed.lock() = Some(record);
         Ok(())
     }
 

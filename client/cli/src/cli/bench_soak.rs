@@ -24,12 +24,13 @@ use super::bench_cluster::{find_raftlockd, mib, open_fds, rss, sample, scrape, s
 use anyhow::Context;
 use futures::StreamExt;
 use hdrhistogram::Histogram;
+use parking_lot::Mutex;
 use raftlock_client::{Client, Error};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
@@ -129,7 +130,6 @@ impl Calls {
         *self
             .counts
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .entry(format!("{what} {outcome}"))
             .or_default() += 1;
     }
@@ -142,7 +142,7 @@ impl Calls {
     }
 
     fn took(&self, t: Instant) {
-        let mut h = self.latency.lock().unwrap_or_else(|p| p.into_inner());
+        let mut h = self.latency.lock();
         if let Some(h) = h.as_mut() {
             let _ = h.record(t.elapsed().as_micros().max(1) as u64);
         }
@@ -152,7 +152,6 @@ impl Calls {
     fn errors(&self) -> u64 {
         self.counts
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .iter()
             .filter(|(k, _)| k.contains("error:"))
             .map(|(_, v)| v)
@@ -637,11 +636,7 @@ pub async fn soak(a: &Args, run: usize) -> anyhow::Result<RunResult> {
     print_sample(&s);
     samples.push(s);
     let failures = failures(&samples, a.max_rss_growth);
-    let counts = calls
-        .counts
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
+    let counts = calls.counts.lock().clone();
     let lost = counts.get("session lost").copied().unwrap_or(0);
     let calls_made: u64 = counts.values().sum();
     // A call may fail while leadership moves (a retry that runs out of
@@ -654,12 +649,7 @@ pub async fn soak(a: &Args, run: usize) -> anyhow::Result<RunResult> {
         ));
     }
     let errors = failures.len() as u64;
-    let h = calls
-        .latency
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-        .context("latency histogram")?;
+    let h = calls.latency.lock().take().context("latency histogram")?;
     eprintln!(
         "soak: {calls_made} calls in {:.0} s; node logs in {logs}",
         began.elapsed().as_secs_f64()

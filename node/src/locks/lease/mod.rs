@@ -27,11 +27,12 @@ mod deadlines;
 use crate::raft::node::{Node, NodeError};
 use deadlines::{Deadlines, Refused};
 use openraft::ServerState;
+use parking_lot::Mutex;
 use raftlock_store::machine::{Command, Event, FencingToken, Reply, RequestId, SessionId};
 #[cfg(feature = "planted-bugs")]
 use raftlock_store::planted::{planted, Bug};
 use raftlock_store::state_machine::Change;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{info, warn};
@@ -66,8 +67,8 @@ impl LeaseDriver {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Deadlines> {
-        self.deadlines.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Deadlines> {
+        self.deadlines.lock()
     }
 
     /// Renews `session` from now and returns its TTL, once a quorum has

@@ -16,6 +16,7 @@ use openraft::error::{NetworkError, RPCError, RaftError, RemoteError, Unreachabl
 use openraft::network::{RPCOption, RaftNetworkFactory};
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse};
 use openraft::Vote;
+use parking_lot::Mutex;
 use raftlock_proto::v1::raft_client::RaftClient;
 use raftlock_proto::v1::RaftPayload;
 use raftlock_store::types::LogId;
@@ -25,7 +26,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
 
@@ -99,10 +100,7 @@ impl PeerNetwork {
     pub fn replace_tls(&self, tls: tonic::transport::ClientTlsConfig) {
         if let Some(current) = &self.tls {
             current.store(Arc::new(tls));
-            self.channels
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clear();
+            self.channels.lock().clear();
         }
     }
 
@@ -127,7 +125,7 @@ impl PeerNetwork {
     }
 
     fn channel(&self, target: NodeId, addr: &str) -> Result<Channel, tonic::transport::Error> {
-        let mut channels = self.channels.lock().unwrap_or_else(|p| p.into_inner());
+        let mut channels = self.channels.lock();
         if let Some(c) = channels.get(&(target, addr.to_owned())) {
             return Ok(c.clone());
         }
@@ -211,13 +209,7 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
                 .max_encoding_message_size(64 << 20)
             })
             .map_err(|e| format!("bad peer address {:?}: {e}", node.peer_addr));
-        let lacks = self
-            .lacks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(target)
-            .or_default()
-            .clone();
+        let lacks = self.lacks.lock().entry(target).or_default().clone();
         PeerConnection {
             target,
             client,
