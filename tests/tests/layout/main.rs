@@ -246,11 +246,12 @@ fn find_loop(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> 
         .find_map(|m| visit(m, graph, &mut Vec::new(), &mut done))
 }
 
-const CRATES: [&str; 7] = [
+const CRATES: [&str; 8] = [
     "proto",
     "raft-store",
     "node",
     "client",
+    "client/cli",
     "jepsen",
     "tests",
     "deploy/local",

@@ -1,12 +1,6 @@
 //! Command-line parsing and the shared bits of every subcommand.
 
 mod bench;
-mod bench_cluster;
-mod bench_failover;
-mod bench_http;
-mod bench_rate;
-mod bench_scale;
-mod bench_soak;
 mod describe;
 mod elect;
 mod list;

@@ -3,7 +3,7 @@
 //! connection per worker to the leader, so the two paths can be compared on
 //! the same cluster (`NEW_BENCH_ARGS=--http client/bench/compare.sh`).
 
-use super::bench::Worker;
+use super::Worker;
 use anyhow::Context;
 use base64::Engine;
 use hdrhistogram::Histogram;

@@ -19,8 +19,8 @@
 //! such as its links to the others when it first leads, is not counted as
 //! growth).
 
-use super::bench::{Args, RunResult};
-use super::bench_cluster::{find_raftlockd, mib, open_fds, rss, sample, scrape, start};
+use super::cluster::{find_raftlockd, mib, open_fds, rss, sample, scrape, start};
+use super::{Args, RunResult};
 use anyhow::Context;
 use futures::StreamExt;
 use hdrhistogram::Histogram;
@@ -384,7 +384,7 @@ impl Load {
     }
 }
 
-async fn sample_nodes(cluster: &super::bench_cluster::LocalCluster) -> Vec<NodeSample> {
+async fn sample_nodes(cluster: &super::cluster::LocalCluster) -> Vec<NodeSample> {
     let mut out = Vec::new();
     for id in 1..=cluster.nodes().len() as u64 {
         let node = cluster.node(id);

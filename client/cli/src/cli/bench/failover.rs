@@ -2,9 +2,7 @@
 //! the bench kills the leader of its own cluster and restarts it, and the
 //! figures say how long acquisitions stalled.
 
-use super::bench::{
-    ms, summarize, wait_for_leader, Args, FailoverFigures, Picker, RunResult, Worker,
-};
+use super::{ms, summarize, wait_for_leader, Args, FailoverFigures, Picker, RunResult, Worker};
 use anyhow::Context;
 use hdrhistogram::Histogram;
 use raftlock_client::Client;
@@ -13,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub async fn failover(a: &Args, run: usize) -> anyhow::Result<RunResult> {
-    let exe = super::bench_cluster::find_raftlockd(a.raftlockd.as_deref())?;
-    let mut cluster = super::bench_cluster::start(exe).await?;
+    let exe = super::cluster::find_raftlockd(a.raftlockd.as_deref())?;
+    let mut cluster = super::cluster::start(exe).await?;
     let endpoints = cluster.endpoints();
     let admin = Client::connect(&endpoints).await?;
     wait_for_leader(&admin)

@@ -1,9 +1,20 @@
 //! `raftlock bench`: load against a cluster, with latency percentiles from
 //! an HDR histogram. Several runs per invocation; the summary gives the
 //! median run, since a shared machine's figures vary run to run.
+//! The other workloads are submodules (`failover`, `scale`, `soak`, `rate`,
+//! `http` for the lock loop over HTTP/JSON): they take this module's `Args`
+//! and give back its `RunResult`, and `cluster` starts the local clusters
+//! some of them need; none of them imports another workload.
 //! It is longer than 800 lines because it holds the flags of every workload
 //! (one `Args`, as `raftlock bench --help` shows them) beside the lock
 //! workloads' own loop.
+
+mod cluster;
+mod failover;
+mod http;
+mod rate;
+mod scale;
+mod soak;
 
 use super::{connect, Cli};
 use anyhow::Context;
@@ -183,10 +194,10 @@ pub struct RunResult {
     pub(super) failover: Option<FailoverFigures>,
     /// `scale`: memory, snapshot and restart figures.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) scale: Option<super::bench_scale::ScaleFigures>,
+    pub(super) scale: Option<scale::ScaleFigures>,
     /// `soak`: the nodes sampled over the run, and what grew.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) soak: Option<super::bench_soak::SoakFigures>,
+    pub(super) soak: Option<soak::SoakFigures>,
     /// Lock workloads: the servers' own counters over the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) server: Option<ServerFigures>,
@@ -300,8 +311,8 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     // Kept until the end of the invocation; dropping it stops the nodes.
     let mut started = None;
     let endpoints = if a.start_cluster && !own_cluster {
-        let exe = super::bench_cluster::find_raftlockd(a.raftlockd.as_deref())?;
-        let cluster = super::bench_cluster::start(exe).await?;
+        let exe = cluster::find_raftlockd(a.raftlockd.as_deref())?;
+        let cluster = cluster::start(exe).await?;
         let endpoints = cluster.endpoints();
         wait_for_leader(&Client::connect(&endpoints).await?)
             .await
@@ -333,10 +344,10 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     for run in 1..=a.runs.max(1) {
         let r = match a.workload {
             Workload::Keepalive => keepalive(cli, &endpoints, a, run).await?,
-            Workload::Failover => super::bench_failover::failover(a, run).await?,
-            Workload::Scale => super::bench_scale::scale(a, run).await?,
-            Workload::Soak => super::bench_soak::soak(a, run).await?,
-            Workload::Ratelimit => super::bench_rate::ratelimit(cli, &endpoints, a, run).await?,
+            Workload::Failover => failover::failover(a, run).await?,
+            Workload::Scale => scale::scale(a, run).await?,
+            Workload::Soak => soak::soak(a, run).await?,
+            Workload::Ratelimit => rate::ratelimit(cli, &endpoints, a, run).await?,
             _ => locks(cli, &endpoints, a, run).await?,
         };
         println!(
@@ -514,7 +525,7 @@ async fn locks(cli: &Cli, endpoints: &[String], a: &Args, run: usize) -> anyhow:
             start.wait().await;
             match via {
                 Via::Grpc(session) => worker.run(session).await,
-                Via::Http(addr) => super::bench_http::run(worker, addr, ttl).await,
+                Via::Http(addr) => http::run(worker, addr, ttl).await,
             }
         }));
     }

@@ -3,8 +3,8 @@
 //! figure is the cluster's: one Raft write per take, or (with `--block N`)
 //! one per block of N tokens reserved and spent locally.
 
-use super::bench::{summarize, Args, RunResult};
-use super::Cli;
+use super::{summarize, Args, RunResult};
+use crate::cli::Cli;
 use hdrhistogram::Histogram;
 use raftlock_client::Client;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +21,7 @@ pub async fn ratelimit(
     a: &Args,
     run: usize,
 ) -> anyhow::Result<RunResult> {
-    let options = super::bench_options(cli)?;
+    let options = crate::cli::bench_options(cli)?;
     let mut connections = Vec::new();
     for _ in 0..a
         .connections

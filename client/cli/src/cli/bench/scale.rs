@@ -3,8 +3,8 @@
 //! per node, snapshot size and build time, and the time from restarting
 //! every node (SIGKILL, then start on the same data dirs) to serving again.
 
-use super::bench::{Args, RunResult};
-use super::bench_cluster::{find_raftlockd, mib, rss, sample, scrape, start, LocalCluster};
+use super::cluster::{find_raftlockd, mib, rss, sample, scrape, start, LocalCluster};
+use super::{Args, RunResult};
 use anyhow::Context;
 use futures::StreamExt;
 use hdrhistogram::Histogram;
