@@ -124,7 +124,9 @@ pub enum Error {
     /// burst.
     #[error("rate limit not found: {0}")]
     LimitNotFound(String),
-    /// A rate limit of this name exists with other parameters.
+    /// A rate limit of this name exists with other parameters, or a take
+    /// asks for more tokens than the existing limit's burst (it could never
+    /// be admitted).
     #[error("rate limit conflict: {0}")]
     LimitConflict(String),
     /// The TLS settings are unusable (unreadable or invalid PEM).

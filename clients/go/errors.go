@@ -226,7 +226,9 @@ var (
 	// ErrLimitNotFound: no rate limit of this name, and no parameters to
 	// create it with.
 	ErrLimitNotFound error = reason(ReasonLimitNotFound)
-	// ErrLimitConflict: the rate limit exists with other parameters.
+	// ErrLimitConflict: the rate limit exists with other parameters, or a
+	// take asks for more tokens than the existing limit's burst (it could
+	// never be admitted).
 	ErrLimitConflict error = reason(ReasonLimitConflict)
 )
 

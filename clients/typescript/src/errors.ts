@@ -448,7 +448,8 @@ export class LimitNotFound extends RaftlockError {}
 
 /**
  * A rate limit of this name exists with other parameters (rate, period or
- * burst) than the ones given.
+ * burst) than the ones given, or a take asks for more tokens than the
+ * existing limit's burst (it could never be admitted).
  *
  * @example
  * ```ts

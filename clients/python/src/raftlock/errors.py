@@ -142,7 +142,8 @@ class LimitNotFound(RaftlockError):
 
 class LimitConflict(RaftlockError):
     """A rate limit of this name exists with other parameters (rate, period
-    or burst) than the ones given."""
+    or burst) than the ones given, or a take asks for more tokens than the
+    existing limit's burst (it could never be admitted)."""
 
 
 class Unauthenticated(RaftlockError):
