@@ -5,7 +5,7 @@
 //! to itself, plain and length-delimited.
 //!
 //! A decoded request then goes through the edge's checks (the rules of
-//! `node/src/grpc/convert.rs` and the services, restated here against
+//! `node/src/wire/convert.rs` and the services, restated here against
 //! `raftlock_proto::limits`, since this crate does not build the node) and,
 //! whether they pass or not, is applied as the node would propose it to a
 //! busy state machine with every step check: the machine must be at least
@@ -325,7 +325,7 @@ fn responses(body: &[u8]) {
     }
 }
 
-// The edge's checks, as node/src/grpc/convert.rs makes them.
+// The edge's checks, as node/src/wire/convert.rs makes them.
 
 fn edge_name(name: &str) -> Result<(), String> {
     if name.is_empty() {

@@ -28,3 +28,4 @@ pub mod ops;
 pub mod raft;
 pub mod server;
 pub mod tls;
+pub mod wire;

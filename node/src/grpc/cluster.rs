@@ -1,6 +1,6 @@
 //! The Cluster service: status and membership.
 
-use super::convert::status;
+use super::status;
 use crate::auth::caller;
 use crate::error::NodeError;
 use crate::raft::node::Node;

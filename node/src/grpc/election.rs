@@ -1,8 +1,9 @@
 //! The Election service over gRPC: convert, call [`Locks`], convert back.
 
-use super::convert::grant;
 use crate::auth::caller;
 use crate::locks::Locks;
+use crate::wire::call;
+use crate::wire::convert::grant;
 use futures::{Stream, StreamExt};
 use raftlock_proto::v1::election_server::Election as ElectionApi;
 use raftlock_proto::v1::*;
@@ -30,13 +31,9 @@ impl ElectionApi for ElectionService {
         req: Request<CampaignRequest>,
     ) -> Result<Response<CampaignResponse>, Status> {
         let caller = caller(&req)?;
-        let g = self
-            .locks
-            .campaign(&caller, req.into_inner().try_into()?)
-            .await?;
-        Ok(Response::new(CampaignResponse {
-            leader: Some(grant(&g)),
-        }))
+        Ok(Response::new(
+            call(&self.locks, &caller, req.into_inner()).await?,
+        ))
     }
 
     async fn proclaim(
@@ -44,10 +41,9 @@ impl ElectionApi for ElectionService {
         req: Request<ProclaimRequest>,
     ) -> Result<Response<ProclaimResponse>, Status> {
         let caller = caller(&req)?;
-        self.locks
-            .proclaim(&caller, req.into_inner().into())
-            .await?;
-        Ok(Response::new(ProclaimResponse {}))
+        Ok(Response::new(
+            call(&self.locks, &caller, req.into_inner()).await?,
+        ))
     }
 
     async fn resign(
@@ -55,8 +51,9 @@ impl ElectionApi for ElectionService {
         req: Request<ResignRequest>,
     ) -> Result<Response<ResignResponse>, Status> {
         let caller = caller(&req)?;
-        self.locks.resign(&caller, req.into_inner().into()).await?;
-        Ok(Response::new(ResignResponse {}))
+        Ok(Response::new(
+            call(&self.locks, &caller, req.into_inner()).await?,
+        ))
     }
 
     async fn leader(

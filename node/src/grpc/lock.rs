@@ -1,9 +1,10 @@
 //! The Lock service over gRPC: convert, call [`Locks`], convert back. The
 //! Pipeline stream carries many acquires and releases on one HTTP/2 stream.
 
-use super::convert::{describe_response, grant, summary, watch_response};
 use crate::auth::{caller, stream_caller, Access, Caller, StreamCaller};
-use crate::locks::{Acquired, Locks};
+use crate::locks::Locks;
+use crate::wire::call;
+use crate::wire::convert::{describe_response, summary, watch_response};
 use futures::Stream;
 use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1::lock_server::Lock as LockApi;
@@ -32,18 +33,7 @@ impl LockService {
         caller: &Caller,
         r: AcquireRequest,
     ) -> Result<AcquireResponse, Status> {
-        Ok(match self.locks.acquire(caller, r.try_into()?).await? {
-            Acquired::Granted(g) => AcquireResponse {
-                grant: Some(grant(&g)),
-                acquired: true,
-                holders: vec![],
-            },
-            Acquired::Busy(holders) => AcquireResponse {
-                grant: None,
-                acquired: false,
-                holders: holders.iter().map(grant).collect(),
-            },
-        })
+        Ok(call(&self.locks, caller, r).await?)
     }
 
     /// One Release, unary or pipelined.
@@ -52,10 +42,7 @@ impl LockService {
         caller: &Caller,
         r: ReleaseRequest,
     ) -> Result<ReleaseResponse, Status> {
-        let granted = self.locks.release(caller, r.into()).await?;
-        Ok(ReleaseResponse {
-            granted: granted.iter().map(grant).collect(),
-        })
+        Ok(call(&self.locks, caller, r).await?)
     }
 
     /// One call of a Pipeline stream, answered as the unary call would be.
@@ -354,14 +341,9 @@ impl LockApi for LockService {
         req: Request<ForceReleaseRequest>,
     ) -> Result<Response<ForceReleaseResponse>, Status> {
         let caller = caller(&req)?;
-        let f = self
-            .locks
-            .force_release(&caller, req.into_inner().name)
-            .await?;
-        Ok(Response::new(ForceReleaseResponse {
-            released: f.released.iter().map(grant).collect(),
-            granted: f.granted.iter().map(grant).collect(),
-        }))
+        Ok(Response::new(
+            call(&self.locks, &caller, req.into_inner()).await?,
+        ))
     }
 
     async fn resize(
@@ -369,10 +351,9 @@ impl LockApi for LockService {
         req: Request<ResizeRequest>,
     ) -> Result<Response<ResizeResponse>, Status> {
         let caller = caller(&req)?;
-        let granted = self.locks.resize(&caller, req.into_inner().into()).await?;
-        Ok(Response::new(ResizeResponse {
-            granted: granted.iter().map(grant).collect(),
-        }))
+        Ok(Response::new(
+            call(&self.locks, &caller, req.into_inner()).await?,
+        ))
     }
 
     async fn cancel_wait(
@@ -380,31 +361,8 @@ impl LockApi for LockService {
         req: Request<CancelWaitRequest>,
     ) -> Result<Response<CancelWaitResponse>, Status> {
         let caller = caller(&req)?;
-        let r = req.into_inner();
-        let c = crate::locks::CancelWait {
-            session: r.session_id,
-            name: r.name,
-            request_id: super::convert::request_id(&r.request_id)?,
-        };
-        Ok(Response::new(cancel_wait_response(
-            self.locks.cancel_wait(&caller, c).await?,
-        )))
-    }
-}
-
-/// A cancel's outcome on the wire.
-pub fn cancel_wait_response(done: crate::locks::Cancelled) -> CancelWaitResponse {
-    use crate::locks::Cancelled;
-    match done {
-        Cancelled::Removed => CancelWaitResponse {
-            cancelled: true,
-            ..Default::default()
-        },
-        Cancelled::Released(token) => CancelWaitResponse {
-            released: true,
-            token,
-            ..Default::default()
-        },
-        Cancelled::NotWaiting => CancelWaitResponse::default(),
+        Ok(Response::new(
+            call(&self.locks, &caller, req.into_inner()).await?,
+        ))
     }
 }

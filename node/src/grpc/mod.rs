@@ -1,14 +1,18 @@
-//! gRPC services: one module per service, conversions and status mapping
-//! in `convert`.
+//! gRPC services: one module per service, each a line per call into the
+//! lock service through the conversions both transports share
+//! (`crate::wire`), and the one mapping from errors to gRPC statuses.
 
 pub mod cluster;
-pub mod convert;
 pub mod election;
 pub mod lock;
 pub mod metrics;
 pub mod raft;
 pub mod ratelimit;
 pub mod session;
+
+use crate::error::NodeError;
+use raftlock_proto::{reason, LEADER_METADATA_KEY};
+use tonic::Status;
 
 /// A slot for one more long-lived stream (keep-alive, observe, watch) on
 /// the connection `ext` came on, held until the stream ends, so that one
@@ -24,4 +28,22 @@ pub fn stream_slot(
                 .stream(addr, node.limits().max_keepalive_streams_per_connection)
         })
         .transpose()
+}
+
+/// The one mapping from node errors to gRPC statuses: the code and the
+/// machine-readable reason come from [`NodeError::reason`]. A not-leader
+/// answer is UNAVAILABLE (retry elsewhere) and names the leader's client
+/// address in the `raftlock-leader` metadata key when it is known.
+pub fn status(e: NodeError) -> Status {
+    let mut metadata = tonic::metadata::MetadataMap::new();
+    if let Some(v) = e.leader_addr().and_then(|a| a.parse().ok()) {
+        metadata.insert(LEADER_METADATA_KEY, v);
+    }
+    reason::status_with_metadata(e.reason(), e.message(), metadata)
+}
+
+impl From<NodeError> for Status {
+    fn from(e: NodeError) -> Status {
+        status(e)
+    }
 }

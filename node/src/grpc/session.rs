@@ -2,7 +2,8 @@
 //! writes), close.
 
 use crate::auth::{caller, Access};
-use crate::locks::{stream_from_task, Locks};
+use crate::locks::{stream_from_task, KeepAlive, Locks};
+use crate::wire::{call, Call};
 use futures::Stream;
 use raftlock_proto::v1::session_server::Session as SessionApi;
 use raftlock_proto::v1::*;
@@ -35,14 +36,9 @@ impl SessionApi for SessionService {
         req: Request<CreateSessionRequest>,
     ) -> Result<Response<CreateSessionResponse>, Status> {
         let caller = caller(&req)?;
-        let (session_id, ttl) = self
-            .locks
-            .create_session(&caller, req.into_inner().try_into()?)
-            .await?;
-        Ok(Response::new(CreateSessionResponse {
-            session_id,
-            ttl_ms: ttl.as_millis() as u64,
-        }))
+        Ok(Response::new(
+            call(&self.locks, &caller, req.into_inner()).await?,
+        ))
     }
 
     async fn list(
@@ -54,7 +50,9 @@ impl SessionApi for SessionService {
             .locks
             .list_sessions(&caller, req.into_inner().into())
             .await?;
-        Ok(Response::new(super::convert::sessions_response(&page)))
+        Ok(Response::new(crate::wire::convert::sessions_response(
+            &page,
+        )))
     }
 
     type KeepAliveStream = KeepAliveStream;
@@ -108,19 +106,16 @@ impl SessionApi for SessionService {
                         return;
                     }
                 };
-                let answers = futures::future::join_all(
-                    batch
-                        .iter()
-                        .map(|m| locks.keep_alive(&caller, m.session_id)),
-                )
+                let answers = futures::future::join_all(batch.iter().map(|m| {
+                    let op = KeepAlive {
+                        session: m.session_id,
+                    };
+                    locks.run(&caller, op)
+                }))
                 .await;
                 for (msg, answer) in batch.iter().zip(answers) {
                     let item = match answer {
-                        Ok(ttl) => Ok(KeepAliveResponse {
-                            session_id: msg.session_id,
-                            ttl_ms: ttl.as_millis() as u64,
-                            gone: false,
-                        }),
+                        Ok(out) => Ok(KeepAliveRequest::response(out)),
                         // Only this session is over; the stream's others
                         // go on being renewed.
                         Err(e)
@@ -154,10 +149,8 @@ impl SessionApi for SessionService {
         req: Request<CloseSessionRequest>,
     ) -> Result<Response<CloseSessionResponse>, Status> {
         let caller = caller(&req)?;
-        let released = self
-            .locks
-            .close_session(&caller, req.into_inner().session_id)
-            .await?;
-        Ok(Response::new(CloseSessionResponse { released }))
+        Ok(Response::new(
+            call(&self.locks, &caller, req.into_inner()).await?,
+        ))
     }
 }

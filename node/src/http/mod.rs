@@ -2,8 +2,8 @@
 //! calls, one to one, with the proto3 JSON mapping of the same messages
 //! (`POST /v1/lock/acquire` takes an `AcquireRequest` as JSON and answers an
 //! `AcquireResponse`). Each handler parses the JSON into the protobuf
-//! message, turns it into the lock service's typed request exactly as gRPC
-//! does, calls [`Locks`], and writes the answer back as JSON; refusals are
+//! message and answers it with [`crate::wire::call`], exactly as gRPC
+//! does, and writes the answer back as JSON; refusals are
 //! JSON with the gRPC code name, the machine-readable reason and a message.
 //!
 //! Waiting calls hold the request open up to their timeout. `observe`
@@ -18,9 +18,11 @@ pub use error::HttpError;
 
 use crate::auth::{Caller, SharedAuth};
 use crate::error::NodeError;
-use crate::grpc::convert::{describe_response, grant, sessions_response, summary, watch_response};
-use crate::grpc::ratelimit;
-use crate::locks::{Acquired, Locks};
+use crate::locks::Locks;
+use crate::wire::call;
+use crate::wire::convert::{
+    describe_limit_response, describe_response, grant, sessions_response, summary, watch_response,
+};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
@@ -155,55 +157,23 @@ fn json<T: Serialize>(msg: &T) -> Response {
 type Answer = Result<Response, HttpError>;
 
 async fn create_session(State(api): State<Api>, c: Call<pb::CreateSessionRequest>) -> Answer {
-    let (session_id, ttl) = api
-        .locks
-        .create_session(&c.caller, c.body.try_into()?)
-        .await?;
-    Ok(json(&pb::CreateSessionResponse {
-        session_id,
-        ttl_ms: ttl.as_millis() as u64,
-    }))
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn keep_alive(State(api): State<Api>, c: Call<pb::KeepAliveRequest>) -> Answer {
-    let ttl = api.locks.keep_alive(&c.caller, c.body.session_id).await?;
-    Ok(json(&pb::KeepAliveResponse {
-        session_id: c.body.session_id,
-        ttl_ms: ttl.as_millis() as u64,
-        gone: false,
-    }))
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn close_session(State(api): State<Api>, c: Call<pb::CloseSessionRequest>) -> Answer {
-    let released = api
-        .locks
-        .close_session(&c.caller, c.body.session_id)
-        .await?;
-    Ok(json(&pb::CloseSessionResponse { released }))
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn acquire(State(api): State<Api>, c: Call<pb::AcquireRequest>) -> Answer {
-    Ok(json(
-        &match api.locks.acquire(&c.caller, c.body.try_into()?).await? {
-            Acquired::Granted(g) => pb::AcquireResponse {
-                grant: Some(grant(&g)),
-                acquired: true,
-                holders: vec![],
-            },
-            Acquired::Busy(holders) => pb::AcquireResponse {
-                grant: None,
-                acquired: false,
-                holders: holders.iter().map(grant).collect(),
-            },
-        },
-    ))
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn release(State(api): State<Api>, c: Call<pb::ReleaseRequest>) -> Answer {
-    let granted = api.locks.release(&c.caller, c.body.into()).await?;
-    Ok(json(&pb::ReleaseResponse {
-        granted: granted.iter().map(grant).collect(),
-    }))
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn describe(State(api): State<Api>, c: Call<pb::DescribeRequest>) -> Answer {
@@ -236,78 +206,48 @@ async fn validate(State(api): State<Api>, c: Call<pb::ValidateRequest>) -> Answe
 }
 
 async fn force_release(State(api): State<Api>, c: Call<pb::ForceReleaseRequest>) -> Answer {
-    let f = api.locks.force_release(&c.caller, c.body.name).await?;
-    Ok(json(&pb::ForceReleaseResponse {
-        released: f.released.iter().map(grant).collect(),
-        granted: f.granted.iter().map(grant).collect(),
-    }))
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn resize(State(api): State<Api>, c: Call<pb::ResizeRequest>) -> Answer {
-    let granted = api.locks.resize(&c.caller, c.body.into()).await?;
-    Ok(json(&pb::ResizeResponse {
-        granted: granted.iter().map(grant).collect(),
-    }))
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn cancel_wait(State(api): State<Api>, c: Call<pb::CancelWaitRequest>) -> Answer {
-    let cancel = crate::locks::CancelWait {
-        session: c.body.session_id,
-        name: c.body.name,
-        request_id: crate::grpc::convert::request_id(&c.body.request_id)?,
-    };
-    Ok(json(&crate::grpc::lock::cancel_wait_response(
-        api.locks.cancel_wait(&c.caller, cancel).await?,
-    )))
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn take(State(api): State<Api>, c: Call<pb::TakeRequest>) -> Answer {
-    let t = api.locks.take(&c.caller, c.body.into()).await?;
-    Ok(json(&ratelimit::take_response(&t)))
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn return_tokens(State(api): State<Api>, c: Call<pb::ReturnTokensRequest>) -> Answer {
-    let credited = api
-        .locks
-        .return_tokens(&c.caller, &c.body.name, c.body.lease_id, c.body.unused)
-        .await?;
-    Ok(json(&pb::ReturnTokensResponse { credited }))
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn define_limit(State(api): State<Api>, c: Call<pb::DefineLimitRequest>) -> Answer {
-    let spec = ratelimit::required_spec(c.body.limit.as_ref())?;
-    let created = api
-        .locks
-        .define_limit(&c.caller, &c.body.name, spec)
-        .await?;
-    Ok(json(&pb::DefineLimitResponse { created }))
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn describe_limit(State(api): State<Api>, c: Call<pb::DescribeLimitRequest>) -> Answer {
     let v = api.locks.describe_limit(&c.caller, &c.body.name).await?;
-    Ok(json(&ratelimit::describe_limit_response(c.body.name, &v)))
+    Ok(json(&describe_limit_response(c.body.name, &v)))
 }
 
 async fn delete_limit(State(api): State<Api>, c: Call<pb::DeleteLimitRequest>) -> Answer {
-    let existed = api.locks.delete_limit(&c.caller, &c.body.name).await?;
-    Ok(json(&pb::DeleteLimitResponse { existed }))
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn campaign(State(api): State<Api>, c: Call<pb::CampaignRequest>) -> Answer {
-    let g = api.locks.campaign(&c.caller, c.body.try_into()?).await?;
-    Ok(json(&pb::CampaignResponse {
-        leader: Some(grant(&g)),
-    }))
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn proclaim(State(api): State<Api>, c: Call<pb::ProclaimRequest>) -> Answer {
-    api.locks.proclaim(&c.caller, c.body.into()).await?;
-    Ok(json(&pb::ProclaimResponse {}))
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn resign(State(api): State<Api>, c: Call<pb::ResignRequest>) -> Answer {
-    api.locks.resign(&c.caller, c.body.into()).await?;
-    Ok(json(&pb::ResignResponse {}))
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn leader(State(api): State<Api>, c: Call<pb::LeaderRequest>) -> Answer {

@@ -1,32 +1,48 @@
-//! The lock service: sessions, locks and elections as typed operations,
-//! with no transport in sight. gRPC (and any other API) parses a request
-//! into one of the types below, calls one method of [`Locks`], and turns
-//! the typed answer or [`NodeError`] back into its own form; everything a
-//! lock service decides — rights, limits, session ownership, waiting in the
-//! queue, rechecks after a missed wake-up, the span of the request — is
-//! decided here, once.
+//! The lock service: sessions, locks, elections and rate limits as typed
+//! operations, with no transport in sight. gRPC (and any other API) parses
+//! a request into one of the operations of `ops/` (one file each), hands it
+//! to [`Locks::run`] — the one pipeline, in `pipeline.rs`, that checks it,
+//! authorizes it, proposes it and maps the reply — and turns the typed
+//! answer or [`NodeError`] back into its own form. Reads (describe, list,
+//! leader, observe, watch) are methods of [`Locks`] that read the applied
+//! state after a linearizable round. Everything a lock service decides —
+//! rights, limits, session ownership, waiting in the queue, rechecks after
+//! a missed wake-up, the span of the request — is decided here, once.
 //!
 //! Transports keep what is theirs: credentials into a [`Caller`](crate::auth::Caller),
 //! per-connection slots, stream plumbing.
 
-mod acquire;
-mod cancel;
 mod elections;
 pub mod lease;
+pub mod ops;
+pub mod pipeline;
 pub mod rates;
 mod reads;
-mod sessions;
 pub mod waits;
 pub mod watch;
 
-pub use acquire::{Acquired, ForceReleased};
-pub use cancel::{CancelWait, Cancelled};
+pub use ops::acquire::{Acquire, Acquired, Sequence};
+pub use ops::campaign::Campaign;
+pub use ops::cancel_wait::{CancelWait, Cancelled};
+pub use ops::close_session::CloseSession;
+pub use ops::create_session::CreateSession;
+pub use ops::define_limit::DefineLimit;
+pub use ops::delete_limit::DeleteLimit;
+pub use ops::force_release::{ForceRelease, ForceReleased};
+pub use ops::keep_alive::KeepAlive;
+pub use ops::proclaim::Proclaim;
+pub use ops::release::Release;
+pub use ops::resign::Resign;
+pub use ops::resize::Resize;
+pub use ops::return_tokens::ReturnTokens;
+pub use ops::take::{Take, Taken};
+pub use pipeline::Operation;
 pub use reads::{Description, ListPage, SessionPage, SessionQuery, SessionView};
 
 use crate::error::NodeError;
 use crate::raft::node::Node;
 use lease::LeaseDriver;
-use raftlock_store::machine::{FencingToken, Mode, RequestId, SessionId, Terms};
+use raftlock_store::machine::SessionId;
 use std::sync::Arc;
 use std::time::Duration;
 use waits::Waits;
@@ -100,105 +116,6 @@ impl Locks {
     fn term(&self) -> u64 {
         self.node.term()
     }
-}
-
-/// An acquisition's place in its session's exactly-once sequence.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Sequence {
-    /// The request's number.
-    pub seq: u64,
-    /// Every lower number is answered and will not be retried.
-    pub acked_below: u64,
-    /// The numbers still in flight at or above `acked_below`: empty from a
-    /// client that acknowledges by `acked_below` alone.
-    pub in_flight: Vec<u64>,
-}
-
-/// Acquire a lock, at once or waiting in its queue.
-#[derive(Clone, Debug)]
-pub struct Acquire {
-    /// The acquiring session.
-    pub session: SessionId,
-    /// Lock name.
-    pub name: String,
-    /// The client's id for this acquisition: a retry with the same id is
-    /// the same acquisition.
-    pub request_id: RequestId,
-    /// Exclusive or shared.
-    pub mode: Mode,
-    /// For a shared lock, its number of permits, if the client states one.
-    pub permits: Option<u32>,
-    /// How long to wait in the queue; `None` answers at once (try-lock).
-    pub wait: Option<Duration>,
-    /// Stored with the grant, shown to anyone who describes the lock.
-    pub metadata: Vec<u8>,
-    /// The session's exactly-once numbering, if the client uses it.
-    pub sequence: Option<Sequence>,
-    /// Permits taken, hold cap and lock-delay (plain: one permit, neither).
-    pub terms: Terms,
-}
-
-/// Set a semaphore's size.
-#[derive(Clone, Debug)]
-pub struct Resize {
-    /// Lock name.
-    pub name: String,
-    /// The new size; 0 forgets the size set before.
-    pub permits: u32,
-}
-
-/// Release a lock held under `token`.
-#[derive(Clone, Debug)]
-pub struct Release {
-    /// The holding session.
-    pub session: SessionId,
-    /// Lock name.
-    pub name: String,
-    /// The grant's fencing token.
-    pub token: FencingToken,
-}
-
-/// Create a session.
-#[derive(Clone, Debug)]
-pub struct CreateSession {
-    /// Its time to live without a keep-alive.
-    pub ttl_ms: u64,
-    /// A name for people reading `describe` (may be empty).
-    pub client_name: String,
-    /// A retried creation with the same key returns the same session.
-    pub creation_key: Option<u128>,
-    /// Where the client runs, as it says.
-    pub origin: raftlock_store::machine::Origin,
-}
-
-/// Campaign in an election: wait to become its leader.
-#[derive(Clone, Debug)]
-pub struct Campaign {
-    /// The campaigning session.
-    pub session: SessionId,
-    /// Election name.
-    pub name: String,
-    /// The client's id for this campaign (retries reuse it).
-    pub request_id: RequestId,
-    /// The leader's value once elected.
-    pub value: Vec<u8>,
-    /// How long to wait; `None` waits as long as the cluster allows.
-    pub wait: Option<Duration>,
-    /// The session's exactly-once numbering, if the client uses it.
-    pub sequence: Option<Sequence>,
-}
-
-/// Replace the elected leader's value.
-#[derive(Clone, Debug)]
-pub struct Proclaim {
-    /// The leading session.
-    pub session: SessionId,
-    /// Election name.
-    pub name: String,
-    /// The leadership's token.
-    pub token: FencingToken,
-    /// The new value.
-    pub value: Vec<u8>,
 }
 
 /// One page of a listing.

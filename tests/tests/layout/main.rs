@@ -471,3 +471,53 @@ fn the_node_handle_exposes_no_fields() {
         ["pub raft"]
     );
 }
+
+/// Where a file of `node/src` proposes a log entry (`.propose(` or
+/// `.propose_reply(` in its code, tests left out).
+fn proposes(text: &str) -> bool {
+    let code = code(text);
+    code.contains(".propose(") || code.contains(".propose_reply(")
+}
+
+/// Every client's command reaches the log through the lock service's one
+/// pipeline (`Locks::run`), which checks, authorizes and traces it once: no
+/// transport handler and no operation proposes for itself. Besides the
+/// pipeline, only Raft's own folder (which defines proposing) and the
+/// leader's lease driver (expiries and hold caps, the leader's own
+/// commands, not a client's) propose.
+#[test]
+fn only_the_pipeline_proposes_a_clients_command() {
+    let src = workspace().join("node/src");
+    let allowed = |rel: &Path| {
+        rel.starts_with("raft")
+            || rel.starts_with("locks/lease")
+            || rel == Path::new("locks/pipeline.rs")
+    };
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(
+        files.iter().any(|f| f.ends_with("locks/pipeline.rs")),
+        "the pipeline moved: update this test"
+    );
+    let mut found = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap_or(&f).to_owned();
+        let text = std::fs::read_to_string(&f).expect("readable source");
+        if proposes(&text) && !allowed(&rel) {
+            found.push(rel.display().to_string());
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "these files propose log entries themselves; make the command an operation (node/src/locks/ops/) and run it through Locks::run:\n{}",
+        found.join("\n")
+    );
+    // The check itself sees a handler that proposes, and not a comment
+    // or a test that does.
+    assert!(proposes(
+        "async fn release(&self) {\n    self.node.propose_reply(cmd).await?;\n}\n"
+    ));
+    assert!(!proposes(
+        "// callers never .propose( directly\n#[cfg(test)]\nmod t { fn f() { n.propose(c); } }\n"
+    ));
+}

@@ -1,19 +1,19 @@
-//! Protobuf ⇄ lock-service conversions (each request parsed once, with
-//! `TryFrom`) and the one mapping from errors to gRPC
-//! statuses. Nothing past this file sees a protobuf type.
+//! Protobuf ⇄ lock-service conversions, each request parsed once (with
+//! `TryFrom`) and each answer built once, for gRPC and HTTP alike.
 
 use crate::error::NodeError;
+use crate::locks::rates::LimitView;
 use crate::locks::watch::Watched;
 use crate::locks::{
-    Acquire, Campaign, CreateSession, Description, ListPage, ListQuery, Proclaim, Release, Resize,
-    Sequence, SessionPage, SessionQuery, SessionView,
+    Acquire, Campaign, CreateSession, Description, ListPage, ListQuery, Proclaim, Release, Resign,
+    Resize, Sequence, SessionPage, SessionQuery, SessionView, Take, Taken,
 };
-use raftlock_proto::reason;
+use raftlock_proto::limits;
 use raftlock_proto::v1 as pb;
-use raftlock_proto::{limits, LEADER_METADATA_KEY};
-use raftlock_store::machine::{Grant, LockSummary, Mode, Origin, RequestId, Terms, Waiter};
+use raftlock_store::machine::{
+    Grant, LimitSpec, LockSummary, Mode, Origin, RequestId, Terms, Waiter,
+};
 use std::time::Duration;
-use tonic::Status;
 
 /// A session as the API shows it.
 pub fn session_info(v: &SessionView) -> pb::SessionInfo {
@@ -234,9 +234,9 @@ impl From<pb::ReleaseRequest> for Release {
     }
 }
 
-impl From<pb::ResignRequest> for Release {
+impl From<pb::ResignRequest> for Resign {
     fn from(r: pb::ResignRequest) -> Self {
-        Release {
+        Resign {
             session: r.session_id,
             name: r.name,
             token: r.token,
@@ -321,20 +321,63 @@ impl From<pb::ResizeRequest> for Resize {
     }
 }
 
-/// The one mapping from node errors to gRPC statuses: the code and the
-/// machine-readable reason come from [`NodeError::reason`]. A not-leader
-/// answer is UNAVAILABLE (retry elsewhere) and names the leader's client
-/// address in the `raftlock-leader` metadata key when it is known.
-pub fn status(e: NodeError) -> Status {
-    let mut metadata = tonic::metadata::MetadataMap::new();
-    if let Some(v) = e.leader_addr().and_then(|a| a.parse().ok()) {
-        metadata.insert(LEADER_METADATA_KEY, v);
+/// A limit's parameters from the wire: the period defaults to a second and
+/// the burst to one token.
+pub fn spec(s: &pb::LimitSpec) -> LimitSpec {
+    LimitSpec {
+        rate: s.rate,
+        per_ms: if s.per_ms == 0 { 1_000 } else { s.per_ms },
+        burst: s.burst.max(1),
     }
-    reason::status_with_metadata(e.reason(), e.message(), metadata)
 }
 
-impl From<NodeError> for Status {
-    fn from(e: NodeError) -> Status {
-        status(e)
+/// A limit's parameters as the wire shows them.
+pub fn spec_to_pb(s: &LimitSpec) -> pb::LimitSpec {
+    pb::LimitSpec {
+        rate: s.rate,
+        per_ms: s.per_ms,
+        burst: s.burst,
     }
+}
+
+impl From<pb::TakeRequest> for Take {
+    fn from(r: pb::TakeRequest) -> Self {
+        Take {
+            n: r.n.max(1),
+            spec: r.limit.as_ref().map(spec),
+            wait: r.wait_timeout_ms.map(Duration::from_millis),
+            lease_ms: r.lease_ms,
+            name: r.name,
+        }
+    }
+}
+
+/// A take's answer as the API shows it.
+pub fn take_response(t: &Taken) -> pb::TakeResponse {
+    pb::TakeResponse {
+        admitted: t.admitted,
+        n: t.n,
+        remaining: t.remaining,
+        retry_after_ms: t.retry_after.as_nanos().div_ceil(1_000_000) as u64,
+        lease_id: t.lease.unwrap_or(0),
+    }
+}
+
+/// A limit as the API shows it.
+pub fn describe_limit_response(name: String, v: &LimitView) -> pb::DescribeLimitResponse {
+    pb::DescribeLimitResponse {
+        name,
+        limit: Some(spec_to_pb(&v.bucket.spec)),
+        available: v.available,
+        admitted: v.bucket.admitted,
+        refused: v.bucket.refused,
+        leases: v.bucket.leases.len() as u32,
+        applied_index: v.applied_index,
+    }
+}
+
+/// The limit a define names, which it must.
+pub fn required_spec(s: Option<&pb::LimitSpec>) -> Result<LimitSpec, NodeError> {
+    s.map(spec)
+        .ok_or_else(|| NodeError::InvalidArgument("limit (rate, per_ms, burst) is required".into()))
 }

@@ -1,0 +1,308 @@
+//! Acquire a lock, at once or waiting in its queue. The call registers its
+//! wait before proposing, so the grant made by a later release or expiry
+//! reaches it in the same entry, with no polling.
+
+use super::super::pipeline::{proposed, Context, Operation, Rights};
+use super::super::waits::{Registration, WaitResult};
+use super::super::{unexpected, Locks};
+use super::cancel_wait::{AbandonGuard, Withdraw, Withdrawn};
+use crate::auth::{Access, Caller};
+use crate::error::NodeError;
+use crate::limits::Limits;
+use raftlock_store::machine::{
+    validate, Command, FencingToken, Grant, LeaseError, Mode, Reply, RequestId, SessionId, Terms,
+    WaitEnd,
+};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// An acquisition's place in its session's exactly-once sequence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sequence {
+    /// The request's number.
+    pub seq: u64,
+    /// Every lower number is answered and will not be retried.
+    pub acked_below: u64,
+    /// The numbers still in flight at or above `acked_below`: empty from a
+    /// client that acknowledges by `acked_below` alone.
+    pub in_flight: Vec<u64>,
+}
+
+impl Sequence {
+    /// `command` numbered in its session's sequence.
+    pub(crate) fn wrap(self, command: Command) -> Command {
+        if self.in_flight.is_empty() {
+            Command::Sequenced {
+                seq: self.seq,
+                acked_below: self.acked_below,
+                command: Box::new(command),
+            }
+        } else {
+            Command::SequencedAcks {
+                seq: self.seq,
+                acked_below: self.acked_below,
+                in_flight: self.in_flight,
+                command: Box::new(command),
+            }
+        }
+    }
+}
+
+/// Acquire a lock, at once or waiting in its queue.
+#[derive(Clone, Debug)]
+pub struct Acquire {
+    /// The acquiring session.
+    pub session: SessionId,
+    /// Lock name.
+    pub name: String,
+    /// The client's id for this acquisition: a retry with the same id is
+    /// the same acquisition.
+    pub request_id: RequestId,
+    /// Exclusive or shared.
+    pub mode: Mode,
+    /// For a shared lock, its number of permits, if the client states one.
+    pub permits: Option<u32>,
+    /// How long to wait in the queue; `None` answers at once (try-lock).
+    pub wait: Option<Duration>,
+    /// Stored with the grant, shown to anyone who describes the lock.
+    pub metadata: Vec<u8>,
+    /// The session's exactly-once numbering, if the client uses it.
+    pub sequence: Option<Sequence>,
+    /// Permits taken, hold cap and lock-delay (plain: one permit, neither).
+    pub terms: Terms,
+}
+
+/// The result of an acquisition.
+#[derive(Clone, Debug)]
+pub enum Acquired {
+    /// Held.
+    Granted(Grant),
+    /// A try-lock found these holders.
+    Busy(Vec<Grant>),
+}
+
+/// A waiting acquisition between its proposal and its answer.
+pub struct Pending {
+    registration: Option<Registration>,
+    started: Instant,
+}
+
+impl Operation for Acquire {
+    type Output = Acquired;
+    type Pending = Pending;
+    const NAME: &'static str = "lock.acquire";
+    const GROWS: bool = true;
+
+    fn name(&self) -> Option<&str> {
+        Some(&self.name)
+    }
+
+    fn session(&self) -> Option<SessionId> {
+        Some(self.session)
+    }
+
+    fn rights(&self) -> Rights<'_> {
+        Rights::On(Access::Lock, &self.name)
+    }
+
+    fn validate(&mut self, limits: &Limits) -> Result<(), NodeError> {
+        validate::name(&self.name)?;
+        validate::metadata("metadata", &self.metadata)?;
+        self.terms.max_hold_ms = limits.hold_cap(&self.name, self.terms.max_hold_ms)?;
+        validate::terms(self.mode, &self.terms)?;
+        if let Some(w) = self.wait {
+            limits.check_wait(w.as_millis() as u64)?;
+        }
+        Ok(())
+    }
+
+    /// The operator's limits on locks per session and waiters per lock. A
+    /// retry of an acquisition the session already holds or waits with
+    /// passes, so that limits never break idempotent retries.
+    fn admit(&self, cx: Context<'_>) -> Result<(), NodeError> {
+        let node = cx.locks.node();
+        let state = node.state().read();
+        let Some(s) = state.machine.session(self.session) else {
+            return Ok(()); // the state machine answers NOT_FOUND
+        };
+        if s.held.contains_key(&self.name) || s.waiting.contains_key(&self.name) {
+            return Ok(());
+        }
+        let limits = node.limits();
+        if s.held.len() + s.waiting.len() >= limits.max_locks_per_session {
+            // The same refusal the state machine gives at its own bound.
+            return Err(NodeError::Lease(LeaseError::TooManyLocks {
+                session: self.session,
+                max: limits.max_locks_per_session,
+            }));
+        }
+        if self.wait.is_some() {
+            if let Some(lock) = state.machine.lock(&self.name) {
+                if lock.waiters.len() >= limits.max_waiters_per_lock {
+                    return Err(NodeError::Lease(LeaseError::TooManyWaiters {
+                        name: self.name.clone(),
+                        max: limits.max_waiters_per_lock,
+                    }));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn command(&self, cx: Context<'_>) -> Result<(Option<Command>, Pending), NodeError> {
+        // Only a call that may wait registers (before proposing, so the
+        // grant of a later entry cannot be missed): a try-lock is answered
+        // by its own entry.
+        let registration = self.wait.map(|_| {
+            cx.locks
+                .waits
+                .register(self.session, &self.name, self.request_id)
+        });
+        let mut cmd = Command::Acquire {
+            session: self.session,
+            name: self.name.clone(),
+            request_id: self.request_id,
+            mode: self.mode,
+            permits: self.permits,
+            wait_ms: self.wait.map(|d| d.as_millis() as u64),
+            metadata: self.metadata.clone(),
+        };
+        if !self.terms.is_plain() {
+            cmd = Command::Termed {
+                terms: self.terms,
+                command: Box::new(cmd),
+            };
+        }
+        if let Some(s) = self.sequence.clone() {
+            cmd = s.wrap(cmd);
+        }
+        let pending = Pending {
+            registration,
+            started: Instant::now(),
+        };
+        Ok((Some(cmd), pending))
+    }
+
+    async fn answer(
+        self,
+        cx: Context<'_>,
+        pending: Pending,
+        reply: Option<(u64, Reply)>,
+    ) -> Result<Acquired, NodeError> {
+        match proposed(reply)? {
+            (_, Reply::Acquired(g)) => return Ok(Acquired::Granted(g)),
+            (_, Reply::Busy { holders }) => return Ok(Acquired::Busy(holders)),
+            (_, Reply::Queued { position }) => {
+                metrics::histogram!("raftlock_lock_queue_position").record(position as f64);
+                tracing::debug!(position, "queued");
+            }
+            (_, other) => return Err(unexpected(other)),
+        }
+        let Some(registration) = pending.registration else {
+            // The state machine queues only a call that asked to wait.
+            return Err(unexpected(Reply::Queued { position: 0 }));
+        };
+        // Dropped with this future if the caller goes away mid-wait.
+        let guard = AbandonGuard::new(cx.locks, self.session, &self.name, self.request_id);
+        let waited = self
+            .wait_in_queue(cx.locks, cx.caller, registration, pending.started)
+            .await;
+        guard.disarm();
+        if let Ok(Acquired::Granted(_)) = &waited {
+            metrics::histogram!("raftlock_wait_seconds")
+                .record(pending.started.elapsed().as_secs_f64());
+        }
+        waited
+    }
+
+    fn token(out: &Acquired) -> Option<FencingToken> {
+        match out {
+            Acquired::Granted(g) => Some(g.token),
+            Acquired::Busy(_) => None,
+        }
+    }
+}
+
+impl Acquire {
+    /// Waits for the entry that grants or ends this queued acquisition.
+    async fn wait_in_queue(
+        &self,
+        locks: &Locks,
+        caller: &Caller,
+        mut registration: Registration,
+        started: Instant,
+    ) -> Result<Acquired, NodeError> {
+        let node = locks.node();
+        let deadline = started + self.wait.unwrap_or_default();
+        loop {
+            let woke = tokio::select! {
+                r = &mut registration.rx => r.unwrap_or(WaitResult::Recheck),
+                // A leader cut off from the others cannot grant or end
+                // this wait: the client retries the same request on the
+                // node that leads now, and rejoins its place there.
+                _ = node.lost_quorum() => return Err(node.cut_off_error()),
+                _ = tokio::time::sleep_until(deadline) => {
+                    // The leader's driver cancels overdue waits too;
+                    // cancelling here as well answers the caller on time. A
+                    // grant that won the race comes back as the cancel's
+                    // reply, and is the caller's: it is still listening.
+                    let withdraw = Withdraw {
+                        session: self.session,
+                        name: self.name.clone(),
+                        request_id: self.request_id,
+                    };
+                    return match withdraw.run(locks, caller).await? {
+                        Withdrawn::Granted(g) => Ok(Acquired::Granted(g)),
+                        Withdrawn::Removed | Withdrawn::NotWaiting => self
+                            .recheck(locks)
+                            .map(Acquired::Granted)
+                            .ok_or(NodeError::WaitTimedOut(self.name.clone())),
+                    };
+                }
+            };
+            match woke {
+                WaitResult::Granted(g) => return Ok(Acquired::Granted(g)),
+                // Before its deadline, only a CancelWait ends a wait.
+                WaitResult::Ended(WaitEnd::Cancelled) if Instant::now() < deadline => {
+                    return Err(LeaseError::WaitCancelled {
+                        request_id: self.request_id,
+                    }
+                    .into())
+                }
+                WaitResult::Ended(WaitEnd::Cancelled) => {
+                    return Err(NodeError::WaitTimedOut(self.name.clone()))
+                }
+                WaitResult::Ended(WaitEnd::SessionEnded) => {
+                    return Err(LeaseError::SessionNotFound(self.session).into())
+                }
+                WaitResult::Recheck => {
+                    registration = locks
+                        .waits
+                        .register(self.session, &self.name, self.request_id);
+                    if let Some(g) = self.recheck(locks) {
+                        return Ok(Acquired::Granted(g));
+                    }
+                    let state = node.state().read();
+                    let still_waiting = state
+                        .machine
+                        .session(self.session)
+                        .is_some_and(|s| s.waiting.get(&self.name) == Some(&self.request_id));
+                    if !still_waiting {
+                        return Err(NodeError::WaitTimedOut(self.name.clone()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The grant this acquisition holds now, if any.
+    fn recheck(&self, locks: &Locks) -> Option<Grant> {
+        let state = locks.node().state().read();
+        state
+            .machine
+            .describe(&self.name)
+            .holders
+            .into_iter()
+            .find(|h| h.session == self.session && h.request_id == self.request_id)
+    }
+}

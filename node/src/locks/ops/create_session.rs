@@ -1,0 +1,118 @@
+//! Create a session: written to the log, owned by the identity that asks.
+
+use super::super::pipeline::{proposed, Context, Operation, Rights};
+use super::super::unexpected;
+use crate::auth::Access;
+use crate::error::NodeError;
+use crate::limits::Limits;
+use raftlock_store::machine::{validate, Command, Origin, Reply, SessionId};
+use std::time::Duration;
+
+/// Create a session.
+#[derive(Clone, Debug)]
+pub struct CreateSession {
+    /// Its time to live without a keep-alive.
+    pub ttl_ms: u64,
+    /// A name for people reading `describe` (may be empty).
+    pub client_name: String,
+    /// A retried creation with the same key returns the same session.
+    pub creation_key: Option<u128>,
+    /// Where the client runs, as it says.
+    pub origin: Origin,
+}
+
+impl Operation for CreateSession {
+    /// The session and its TTL.
+    type Output = (SessionId, Duration);
+    type Pending = ();
+    const NAME: &'static str = "session.create";
+    const GROWS: bool = true;
+
+    fn name(&self) -> Option<&str> {
+        None
+    }
+
+    fn session(&self) -> Option<SessionId> {
+        None
+    }
+
+    fn rights(&self) -> Rights<'_> {
+        Rights::Any(Access::Lock)
+    }
+
+    fn validate(&mut self, limits: &Limits) -> Result<(), NodeError> {
+        limits.check_ttl(self.ttl_ms)?;
+        validate::client_name(&self.client_name)?;
+        validate::host(&self.origin.host)?;
+        Ok(())
+    }
+
+    /// The sessions an identity may keep at once. A retry of a creation
+    /// that succeeded adds no session, so it passes.
+    fn admit(&self, cx: Context<'_>) -> Result<(), NodeError> {
+        if !cx.caller.checks_ownership() {
+            return Ok(());
+        }
+        let node = cx.locks.node();
+        let state = node.state().read();
+        let retry_of = self
+            .creation_key
+            .and_then(|k| state.machine.session_by_key(cx.caller.name(), k));
+        if retry_of.is_some() {
+            return Ok(());
+        }
+        let max = node.limits().max_sessions_per_identity;
+        let live = state.machine.sessions_owned_by(cx.caller.name());
+        if live >= max {
+            return Err(NodeError::ResourceExhausted(format!(
+                "identity {:?} already has {live} live sessions, the limit per identity is {max}; close some first",
+                cx.caller.name()
+            )));
+        }
+        Ok(())
+    }
+
+    fn command(&self, cx: Context<'_>) -> Result<(Option<Command>, ()), NodeError> {
+        let owner = cx.caller.name().to_owned();
+        let (ttl_ms, client_name) = (self.ttl_ms, self.client_name.clone());
+        let cmd = match self.creation_key {
+            // Only a client that said where it runs gets the newer
+            // command, so a cluster in a rolling upgrade serves older
+            // clients with entries every follower decodes.
+            key if self.origin != Origin::default() => Command::CreateSessionAt {
+                ttl_ms,
+                client_name,
+                owner,
+                key,
+                origin: self.origin.clone(),
+            },
+            Some(key) => Command::CreateSessionOnce {
+                ttl_ms,
+                client_name,
+                owner,
+                key,
+            },
+            None => Command::CreateSession {
+                ttl_ms,
+                client_name,
+                owner,
+            },
+        };
+        Ok((Some(cmd), ()))
+    }
+
+    async fn answer(
+        self,
+        _: Context<'_>,
+        _: (),
+        reply: Option<(u64, Reply)>,
+    ) -> Result<(SessionId, Duration), NodeError> {
+        match proposed(reply)? {
+            (_, Reply::SessionCreated { session, ttl_ms }) => {
+                tracing::Span::current().record("session", session);
+                Ok((session, Duration::from_millis(ttl_ms)))
+            }
+            (_, other) => Err(unexpected(other)),
+        }
+    }
+}
