@@ -176,7 +176,7 @@ impl RateLimit {
             .map_err(|s| Error::from_status(&s, None, Some(&self.name)))
     }
 
-    /// Takes `n` tokens now, or says after how long they would fit.
+    /// Takes `tokens` tokens now, or says after how long they would fit.
     ///
     /// ```no_run
     /// # async fn f(l: raftlock_client::RateLimit) -> Result<(), raftlock_client::Error> {
@@ -184,11 +184,11 @@ impl RateLimit {
     /// if !a.admitted { println!("retry in {:?}", a.retry_after); }
     /// # Ok(()) }
     /// ```
-    pub async fn try_take(&self, n: u64) -> Result<Admission, Error> {
-        self.call_take(n, None, 0).await.map(admission)
+    pub async fn try_take(&self, tokens: u64) -> Result<Admission, Error> {
+        self.call_take(tokens, None, 0).await.map(admission)
     }
 
-    /// Takes `n` tokens, waiting on the server up to `wait` for them (in
+    /// Takes `tokens` tokens, waiting on the server up to `wait` for them (in
     /// FIFO order with the other waiting takes of this limit). Not
     /// admitted when they would not fit within `wait`.
     ///
@@ -197,11 +197,11 @@ impl RateLimit {
     /// if l.take(1, std::time::Duration::from_secs(2)).await?.admitted { /* call the API */ }
     /// # Ok(()) }
     /// ```
-    pub async fn take(&self, n: u64, wait: Duration) -> Result<Admission, Error> {
-        self.call_take(n, Some(wait), 0).await.map(admission)
+    pub async fn take(&self, tokens: u64, wait: Duration) -> Result<Admission, Error> {
+        self.call_take(tokens, Some(wait), 0).await.map(admission)
     }
 
-    /// Reserves a block of `n` tokens (at most the burst) to spend locally
+    /// Reserves a block of `tokens` tokens (at most the burst) to spend locally
     /// within `validity` (at most 10 s): one Raft write for the whole block.
     /// The lease counts as spent at once on the cluster; what is left when
     /// it ends is given back ([`TokenLease::finish`], or on drop). `None`
@@ -215,10 +215,14 @@ impl RateLimit {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn reserve(&self, n: u64, validity: Duration) -> Result<Option<TokenLease>, Error> {
+    pub async fn reserve(
+        &self,
+        tokens: u64,
+        validity: Duration,
+    ) -> Result<Option<TokenLease>, Error> {
         let sent = Instant::now();
         let lease_ms = (validity.as_millis() as u64).max(1);
-        let r = self.call_take(n, None, lease_ms).await?;
+        let r = self.call_take(tokens, None, lease_ms).await?;
         if !r.admitted {
             return Ok(None);
         }

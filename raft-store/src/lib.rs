@@ -25,7 +25,6 @@ pub mod backup;
 pub mod data_dir;
 pub mod log_store;
 pub mod machine;
-#[cfg(feature = "planted-bugs")]
 pub mod planted;
 pub mod state_machine;
 pub mod types;

@@ -1,7 +1,11 @@
 //! Bugs a test can plant in a real server, to show that the fault-injection
 //! harness reports them (a harness that passes a broken server proves
-//! nothing). Compiled only with the `planted-bugs` feature, which no normal
-//! build enables; `raftlockd` plants the bug named in `RAFTLOCK_PLANT`.
+//! nothing). This module is the one seam between them and the server: the
+//! code that would misbehave asks [`planted`], which is a constant `false`
+//! in every build without the `planted-bugs` feature (no normal build
+//! enables it), so the compiler drops the broken branch and no production
+//! function carries a feature switch of its own. A build with the feature
+//! plants the bug named in `RAFTLOCK_PLANT` ([`plant_from_env`]).
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
@@ -71,12 +75,50 @@ pub fn token_index(index: u64) -> u64 {
     }
 }
 
-/// Plants `bug` for the rest of the process.
+/// Plants `bug` for the rest of the process (a build with the
+/// `planted-bugs` feature only: without it nothing is ever planted).
 pub fn plant(bug: Bug) {
-    PLANTED.store(bug as u8 + 1, Ordering::SeqCst);
+    if cfg!(feature = "planted-bugs") {
+        PLANTED.store(bug as u8 + 1, Ordering::SeqCst);
+    }
 }
 
-/// Whether `bug` is planted.
+/// Whether `bug` is planted: always false without the `planted-bugs`
+/// feature.
+#[inline]
 pub fn planted(bug: Bug) -> bool {
-    PLANTED.load(Ordering::Relaxed) == bug as u8 + 1
+    cfg!(feature = "planted-bugs") && PLANTED.load(Ordering::Relaxed) == bug as u8 + 1
+}
+
+/// Plants the bug `RAFTLOCK_PLANT` names, before the storage opens (some
+/// bugs live in its recovery); returns its name. A build without the
+/// `planted-bugs` feature does not read the variable.
+pub fn plant_from_env() -> Result<Option<String>, String> {
+    if !cfg!(feature = "planted-bugs") {
+        return Ok(None);
+    }
+    let Ok(name) = std::env::var("RAFTLOCK_PLANT") else {
+        return Ok(None);
+    };
+    let bug = Bug::parse(&name).ok_or_else(|| {
+        format!(
+            "RAFTLOCK_PLANT={name:?} is not one of {}",
+            Bug::names().collect::<Vec<_>>().join(", ")
+        )
+    })?;
+    plant(bug);
+    Ok(Some(name))
+}
+
+#[cfg(all(test, not(feature = "planted-bugs")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_without_the_feature_plants_nothing() {
+        plant(Bug::DoubleGrant);
+        assert!(!planted(Bug::DoubleGrant));
+        set_restart_index(10);
+        assert_eq!(token_index(15), 15);
+    }
 }

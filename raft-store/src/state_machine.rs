@@ -431,7 +431,6 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                         state.last_membership = StoredMembership::new(Some(entry.log_id), m);
                     }
                     EntryPayload::Normal(p) => {
-                        #[cfg(feature = "planted-bugs")]
                         let index = crate::planted::token_index(index);
                         outcomes.reserve_exact(p.commands.len());
                         for (i, command) in p.commands.iter().enumerate() {

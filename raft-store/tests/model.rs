@@ -657,7 +657,7 @@ impl Model {
                     metadata: vec![],
                 };
                 if !terms.is_plain() {
-                    cmd = Command::Termed {
+                    cmd = Command::WithTerms {
                         terms: *terms,
                         command: Box::new(cmd),
                     };

@@ -201,9 +201,10 @@ impl Node {
         self.raft.runtime_config().elect(false);
     }
 
-    /// Shuts Raft down (after [`Node::stop_campaigning`]).
-    pub async fn shutdown_raft(&self) -> Result<(), String> {
-        self.raft.shutdown().await.map_err(|e| e.to_string())
+    /// Shuts Raft down (after [`Node::stop_campaigning`]). Fails only if
+    /// Raft's core task had already failed (panicked) or been cancelled.
+    pub async fn shutdown_raft(&self) -> Result<(), tokio::task::JoinError> {
+        self.raft.shutdown().await
     }
 
     /// Raft itself, for cluster administration (membership changes). Lock

@@ -29,9 +29,10 @@ pub(super) async fn open(
             "FAULT INJECTION: log writes stay in memory until synced; a crash of this node loses them as a power loss would"
         );
     }
-    #[cfg(feature = "planted-bugs")]
-    let planted = plant_from_env()?;
-    #[allow(unused_mut)]
+    let planted = raftlock_store::planted::plant_from_env().map_err(StartError::Storage)?;
+    if let Some(bug) = &planted {
+        warn!(bug = %bug, "PLANTED BUG: this node is deliberately broken for a harness test");
+    }
     let (mut log, sm) = open_storage_with(
         &data,
         raftlock_store::Faults {
@@ -41,8 +42,7 @@ pub(super) async fn open(
         config.wal_segment_bytes,
     )
     .map_err(|e| StartError::Storage(e.to_string()))?;
-    #[cfg(feature = "planted-bugs")]
-    if planted {
+    if planted.is_some() {
         use openraft::storage::RaftLogStorage;
         let state = log
             .get_log_state()
@@ -93,24 +93,4 @@ pub(super) async fn bootstrap(
         }
         Err(e) => Err(StartError::Raft(e.to_string())),
     }
-}
-
-/// Plants the bug `RAFTLOCK_PLANT` names (a build with the `planted-bugs`
-/// feature only, for the harness's own tests).
-#[cfg(feature = "planted-bugs")]
-fn plant_from_env() -> Result<bool, StartError> {
-    use raftlock_store::planted::{self, Bug};
-    let Ok(name) = std::env::var("RAFTLOCK_PLANT") else {
-        return Ok(false);
-    };
-    let bug = Bug::parse(&name).ok_or_else(|| {
-        StartError::Storage(format!(
-            "RAFTLOCK_PLANT={name:?} is not one of {}",
-            Bug::names().collect::<Vec<_>>().join(", ")
-        ))
-    })?;
-    // Before the storage opens: some bugs live in its recovery.
-    planted::plant(bug);
-    warn!(bug = %name, "PLANTED BUG: this node is deliberately broken for a harness test");
-    Ok(true)
 }

@@ -21,10 +21,10 @@ pub(super) struct Request<'a> {
 }
 
 impl<'a> Request<'a> {
-    /// The request an [`Command::Acquire`] (or a [`Command::Termed`] one)
+    /// The request an [`Command::Acquire`] (or a [`Command::WithTerms`] one)
     /// makes; `None` for any other command.
     pub(super) fn of(command: &'a Command) -> Option<Self> {
-        if let Command::Termed { terms, command } = command {
+        if let Command::WithTerms { terms, command } = command {
             return match &**command {
                 Command::Acquire { .. } => {
                     Self::of(command).map(|r| Request { terms: *terms, ..r })

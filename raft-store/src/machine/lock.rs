@@ -24,7 +24,6 @@ pub(crate) fn fits(holders: &[Grant], permits: Option<u32>, mode: Mode, count: u
 
 /// Permits the holders take between them.
 pub(crate) fn taken(holders: &[Grant]) -> u64 {
-    #[cfg(feature = "planted-bugs")]
     if crate::planted::planted(crate::planted::Bug::OnePermitEach) {
         return holders.len() as u64;
     }
@@ -129,7 +128,6 @@ impl LockState {
             self.push_holder(grant.clone());
             granted.push(grant);
         }
-        #[cfg(feature = "planted-bugs")]
         if !granted.is_empty() && crate::planted::planted(crate::planted::Bug::DoubleGrant) {
             if let Some(w) = self.waiters.pop_front() {
                 let grant = w.into_grant(name, index, at_ms);

@@ -23,14 +23,18 @@
 mod acquire;
 mod cancel_wait;
 mod error;
+mod exactly_once;
+mod force_release;
+mod hold_cap;
 mod lock;
-mod once;
+mod lock_delay;
 mod outcome;
 mod proclaim;
-mod protect;
 mod query;
 mod ratelimit;
 mod release;
+mod request;
+mod resize;
 mod session;
 mod snapshot;
 mod types;
@@ -47,6 +51,7 @@ pub use types::{
     SessionId, Terms, WaitEnd, Waiter,
 };
 
+use request::Request;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -180,7 +185,7 @@ pub enum Command {
     /// [`Command::Acquire`], which it wraps so that plain acquires keep
     /// the form older releases read. A [`Command::Sequenced`] wraps this,
     /// not the other way round.
-    Termed {
+    WithTerms {
         /// What the acquisition asks for.
         terms: Terms,
         /// The acquire.
@@ -259,7 +264,7 @@ pub enum Command {
     /// ones, if it has many), and every number from `acked_below` up to the
     /// highest listed that is neither listed nor `seq` is answered and will
     /// not be retried. So one long wait does not keep the answers of every
-    /// later call (`once.rs`). New variants go last: entries are decoded by
+    /// later call (`exactly_once.rs`). New variants go last: entries are decoded by
     /// position.
     SequencedAcks {
         /// The client's number for this logical request, from 1.
@@ -307,7 +312,7 @@ impl Command {
             Command::Sequenced { command, .. } => command.kind(),
             Command::CreateSessionOnce { .. } => "create_session",
             Command::CreateSessionAt { .. } => "create_session",
-            Command::Termed { command, .. } => command.kind(),
+            Command::WithTerms { command, .. } => command.kind(),
             Command::EndHold { .. } => "end_hold",
             Command::EndLockDelay { .. } => "end_lock_delay",
             Command::Resize { .. } => "resize",
@@ -326,7 +331,7 @@ impl Command {
         match self {
             Command::Sequenced { command, .. }
             | Command::SequencedAcks { command, .. }
-            | Command::Termed { command, .. }
+            | Command::WithTerms { command, .. }
             | Command::ByOwner { command, .. } => command.unwrapped(),
             other => other,
         }
@@ -358,8 +363,8 @@ pub struct LeaseMachine {
     /// Exactly-once bookkeeping of sessions that use sequence numbers or a
     /// creation key. New fields go last (see `snapshot.rs`).
     #[serde(default)]
-    once: BTreeMap<SessionId, once::Once>,
-    /// Live sessions by creation key (`once::key_of`).
+    once: BTreeMap<SessionId, exactly_once::Once>,
+    /// Live sessions by creation key (`exactly_once::key_of`).
     #[serde(default)]
     session_keys: BTreeMap<String, SessionId>,
     /// Where the clients of live sessions run, for the sessions that said
@@ -394,135 +399,100 @@ impl LeaseMachine {
     /// ms, informational) and committed at `index`.
     pub fn apply(&mut self, cmd: &Command, index: LogIndex, at_ms: u64) -> Outcome {
         let mut events = Vec::new();
-        let reply = match cmd {
-            Command::CreateSession {
-                ttl_ms,
-                client_name,
-                owner,
-            } => self.create_session(*ttl_ms, client_name, owner, index, at_ms),
-            Command::CloseSession { session } => {
-                self.close_session(*session, index, at_ms, &mut events)
+        let events_ = &mut events;
+        let reply = match Request::of(cmd) {
+            Request::CreateSession(new) => self.create_session(new, index, at_ms),
+            Request::CloseSession { session } => self.close_session(session, index, at_ms, events_),
+            Request::ExpireSessions { sessions } => {
+                Ok(self.expire_sessions(sessions, index, at_ms, events_))
             }
-            Command::ExpireSessions { sessions } => {
-                Ok(self.expire_sessions(sessions, index, at_ms, &mut events))
-            }
-            Command::Acquire { .. } | Command::Termed { .. } => match acquire::Request::of(cmd) {
-                Some(req) => self.acquire(req, index, at_ms, &mut events),
-                None => Err(LeaseError::InvalidArgument("not an acquire".into())),
-            },
-            Command::Release {
+            Request::Acquire {
+                acquire,
+                sequence: None,
+            } => self.acquire(acquire, index, at_ms, events_),
+            Request::Acquire {
+                acquire,
+                sequence: Some(sequence),
+            } => self.sequenced(sequence, acquire, index, at_ms, events_),
+            Request::Release {
                 session,
                 name,
                 token,
-            } => self.release(*session, name, *token, index, at_ms, &mut events),
-            Command::CancelWait {
+            } => self.release(session, name, token, index, at_ms, events_),
+            Request::CancelWait {
                 session,
                 name,
                 request_id,
-            } => self.cancel_wait(*session, name, *request_id, index, at_ms, &mut events),
-            Command::Proclaim {
+            } => self.cancel_wait(session, name, request_id, index, at_ms, events_),
+            Request::Proclaim {
                 session,
                 name,
                 token,
                 value,
-            } => self.proclaim(*session, name, *token, value, &mut events),
-            Command::ForceRelease { name } => self.force_release(name, index, at_ms, &mut events),
-            Command::Sequenced {
-                seq,
-                acked_below,
-                command,
-            } => self.sequenced(*seq, *acked_below, None, command, index, at_ms, &mut events),
-            Command::SequencedAcks {
-                seq,
-                acked_below,
-                in_flight,
-                command,
-            } => self.sequenced(
-                *seq,
-                *acked_below,
-                Some(in_flight),
-                command,
-                index,
-                at_ms,
-                &mut events,
-            ),
-            Command::EndLockDelayAt { name, started } => {
-                Ok(self.end_lock_delay(name, Some(*started), index, at_ms, &mut events))
-            }
-            Command::CreateSessionOnce {
-                ttl_ms,
-                client_name,
-                owner,
-                key,
-            } => self.create_session_once(*ttl_ms, client_name, owner, *key, index, at_ms),
-            Command::CreateSessionAt {
-                ttl_ms,
-                client_name,
-                owner,
-                key,
-                origin,
-            } => self.create_session_at(*ttl_ms, client_name, owner, *key, origin, index, at_ms),
-            Command::EndHold {
+            } => self.proclaim(session, name, token, value, events_),
+            Request::ForceRelease { name } => self.force_release(name, index, at_ms, events_),
+            Request::EndHold {
                 name,
                 session,
                 token,
-            } => Ok(self.end_hold(name, *session, *token, index, at_ms, &mut events)),
-            Command::EndLockDelay { name } => {
-                Ok(self.end_lock_delay(name, None, index, at_ms, &mut events))
+            } => Ok(self.end_hold(name, session, token, index, at_ms, events_)),
+            Request::EndLockDelay { name, started } => {
+                Ok(self.end_lock_delay(name, started, index, at_ms, events_))
             }
-            Command::Resize { name, permits } => {
-                self.resize(name, *permits, index, at_ms, &mut events)
-            }
-            Command::DefineLimit { name, spec, now_ns } => self.define_limit(name, *spec, *now_ns),
-            Command::Take { .. } | Command::ReturnTokens { .. } => {
-                self.rate_command(cmd, "", index)
-            }
-            Command::ByOwner { owner, command } => self.rate_command(command, owner, index),
-            Command::DeleteLimit { name } => self.delete_limit(name),
-        };
-        Outcome { reply, events }
-    }
-
-    /// A take or a return, on behalf of `owner` ("" for nobody in
-    /// particular: a plain command, whose return is not checked).
-    fn rate_command(
-        &mut self,
-        cmd: &Command,
-        owner: &str,
-        index: LogIndex,
-    ) -> Result<Reply, LeaseError> {
-        match cmd {
-            Command::Take {
-                name,
-                n,
-                spec,
-                lease_ms,
-                now_ns,
-            } => {
-                let take = ratelimit::Take {
-                    name,
-                    n: *n,
-                    now_ns: *now_ns,
-                    spec: *spec,
-                    lease_ms: *lease_ms,
-                    owner,
-                };
-                self.take(take, index)
-            }
-            Command::ReturnTokens {
+            Request::Resize { name, permits } => self.resize(name, permits, index, at_ms, events_),
+            Request::DefineLimit { name, spec, now_ns } => self.define_limit(name, spec, now_ns),
+            Request::Take(take) => self.take(take, index),
+            Request::ReturnTokens {
                 name,
                 lease,
                 unused,
                 now_ns,
-            } => {
-                let owner = (!owner.is_empty()).then_some(owner);
-                self.return_tokens(name, *lease, *unused, *now_ns, owner)
-            }
-            other => Err(LeaseError::InvalidArgument(format!(
-                "only a take or a return carries an owner, not {}",
-                other.kind()
-            ))),
+                owner,
+            } => self.return_tokens(name, lease, unused, now_ns, owner),
+            Request::DeleteLimit { name } => self.delete_limit(name),
+            Request::Malformed(e) => Err(e),
+        };
+        Outcome { reply, events }
+    }
+
+    /// Ends the hold `grant` was (already taken off its lock): its session
+    /// forgets it, its request is finished as released, and an event says
+    /// so. Shared by every way a hold ends without its session ending:
+    /// release, force-release and a hold cap running out.
+    pub(super) fn hold_ended(&mut self, grant: &Grant, events: &mut Vec<Event>) {
+        if let Some(s) = self.sessions.get_mut(&grant.session) {
+            s.held.remove(&grant.name);
         }
+        self.finish(
+            grant.session,
+            &grant.name,
+            grant.request_id,
+            Finished::Released(grant.token),
+        );
+        events.push(Event::Released {
+            name: grant.name.clone(),
+            session: grant.session,
+            token: grant.token,
+        });
+    }
+
+    /// Grants the waiters nothing blocks any more and returns their grants.
+    pub(super) fn grant_collecting(
+        &mut self,
+        name: &str,
+        index: LogIndex,
+        at_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Vec<Grant> {
+        let before = events.len();
+        self.grant_waiters(name, index, at_ms, events);
+        events[before..]
+            .iter()
+            .filter_map(|e| match e {
+                Event::Granted(g) => Some(g.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Grants the waiters at the front of `name`'s queue that nothing blocks

@@ -145,7 +145,7 @@ impl LeaseMachine {
         self.sessions.get(&id)
     }
 
-    /// The exactly-once bookkeeping of `session` (`once.rs`): the highest
+    /// The exactly-once bookkeeping of `session` (`exactly_once.rs`): the highest
     /// `acked_below` it has sent, and the sequence numbers whose first
     /// answers are kept for duplicates, ascending. `(0, [])` when it keeps
     /// none, and for a session that does not exist.

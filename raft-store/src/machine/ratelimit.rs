@@ -58,7 +58,6 @@ impl LimitSpec {
 
     /// The burst as rate-clock time, ns.
     fn tolerance_ns(&self) -> u128 {
-        #[cfg(feature = "planted-bugs")]
         if crate::planted::planted(crate::planted::Bug::RateDoubleBurst) {
             return 2 * u128::from(self.burst) * u128::from(self.interval_ns());
         }

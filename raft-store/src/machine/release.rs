@@ -26,69 +26,9 @@ impl LeaseMachine {
                 name: name.to_owned(),
                 session,
             })?;
-        if let Some(s) = self.sessions.get_mut(&session) {
-            s.held.remove(name);
-        }
-        self.finish(
-            session,
-            name,
-            grant.request_id,
-            Finished::Released(grant.token),
-        );
-        events.push(Event::Released {
-            name: name.to_owned(),
-            session,
-            token,
-        });
-        let before = events.len();
-        self.grant_waiters(name, index, at_ms, events);
-        let granted = events[before..]
-            .iter()
-            .filter_map(|e| match e {
-                Event::Granted(g) => Some(g.clone()),
-                _ => None,
-            })
-            .collect();
+        self.hold_ended(&grant, events);
+        let granted = self.grant_collecting(name, index, at_ms, events);
         Ok(Reply::Released { granted })
-    }
-
-    /// Takes the lock from every holder, whoever they are, and grants the
-    /// waiters this frees. The holders' sessions live on; a later Release
-    /// by one of them is refused as from a non-holder.
-    pub(super) fn force_release(
-        &mut self,
-        name: &str,
-        index: LogIndex,
-        at_ms: u64,
-        events: &mut Vec<Event>,
-    ) -> Result<Reply, LeaseError> {
-        super::validate::name(name)?;
-        let released = match self.locks.get_mut(name) {
-            Some(lock) => std::mem::take(&mut lock.holders),
-            None => Vec::new(),
-        };
-        for g in &released {
-            if let Some(s) = self.sessions.get_mut(&g.session) {
-                s.held.remove(name);
-            }
-            self.finish(g.session, name, g.request_id, Finished::Released(g.token));
-            events.push(Event::Released {
-                name: name.to_owned(),
-                session: g.session,
-                token: g.token,
-            });
-            self.start_lock_delay(g, index, events);
-        }
-        let before = events.len();
-        self.grant_waiters(name, index, at_ms, events);
-        let granted = events[before..]
-            .iter()
-            .filter_map(|e| match e {
-                Event::Granted(g) => Some(g.clone()),
-                _ => None,
-            })
-            .collect();
-        Ok(Reply::ForceReleased { released, granted })
     }
 
     /// The session exists and holds `name` with exactly `token`.

@@ -5,19 +5,19 @@
 
 use super::error::LeaseError;
 use super::outcome::{Event, Reply};
-use super::types::{EndReason, LogIndex, Origin, Session, SessionId, WaitEnd};
+use super::request::NewSession;
+use super::types::{EndReason, LogIndex, Session, SessionId, WaitEnd};
 use super::{validate, LeaseMachine};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 impl LeaseMachine {
-    pub(super) fn create_session(
+    pub(super) fn create_plain_session(
         &mut self,
-        ttl_ms: u64,
-        client_name: &str,
-        owner: &str,
+        new: &NewSession<'_>,
         index: LogIndex,
         at_ms: u64,
     ) -> Result<Reply, LeaseError> {
+        let (ttl_ms, client_name, owner) = (new.ttl_ms, new.client_name, new.owner);
         validate::ttl(ttl_ms)?;
         validate::client_name(client_name)?;
         validate::client_name(owner)?;
@@ -43,25 +43,22 @@ impl LeaseMachine {
         })
     }
 
-    /// A session created with where its client runs. With a `key` a retry
-    /// gets the first attempt's session, whose origin is the first one.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn create_session_at(
+    /// Creates a session, or with a `key` finds the one a first attempt
+    /// created (whose origin is the first attempt's).
+    pub(super) fn create_session(
         &mut self,
-        ttl_ms: u64,
-        client_name: &str,
-        owner: &str,
-        key: Option<u128>,
-        origin: &Origin,
+        new: NewSession<'_>,
         index: LogIndex,
         at_ms: u64,
     ) -> Result<Reply, LeaseError> {
-        validate::host(&origin.host)?;
-        let reply = match key {
-            Some(key) => self.create_session_once(ttl_ms, client_name, owner, key, index, at_ms)?,
-            None => self.create_session(ttl_ms, client_name, owner, index, at_ms)?,
+        if let Some(origin) = new.origin {
+            validate::host(&origin.host)?;
+        }
+        let reply = match new.key {
+            Some(key) => self.create_session_once(&new, key, index, at_ms)?,
+            None => self.create_plain_session(&new, index, at_ms)?,
         };
-        if let Reply::SessionCreated { session, .. } = &reply {
+        if let (Some(origin), Reply::SessionCreated { session, .. }) = (new.origin, &reply) {
             if *session == index {
                 self.origins.insert(index, origin.clone());
             }

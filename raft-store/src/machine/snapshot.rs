@@ -7,7 +7,7 @@
 //! and the state is read-locked meanwhile. Version 1 snapshots and backups
 //! (JSON, `{"version":1,"machine":...}`) are still read.
 //!
-//! Version 3 adds the exactly-once tables (`once.rs`) after the fields
+//! Version 3 adds the exactly-once tables (`exactly_once.rs`) after the fields
 //! version 2 had; postcard is positional, so version 2 is read through a
 //! struct of those first fields.
 //!
@@ -133,14 +133,14 @@ impl From<V5> for LeaseMachine {
                 .once
                 .into_iter()
                 .map(|(s, o)| {
-                    let once = super::once::Once {
+                    let once = super::exactly_once::Once {
                         key: o.key,
                         acked_below: o.acked_below,
                         answers: o
                             .answers
                             .into_iter()
                             .map(|(seq, r)| {
-                                let recorded = super::once::Recorded {
+                                let recorded = super::exactly_once::Recorded {
                                     request_id: r.request_id,
                                     first: r.first,
                                     call: r.call,
@@ -185,7 +185,7 @@ struct RecordedV3 {
     first: Result<old::Reply, super::LeaseError>,
 }
 
-impl From<OnceV3> for super::once::Once {
+impl From<OnceV3> for super::exactly_once::Once {
     fn from(o: OnceV3) -> Self {
         old::Once {
             key: o.key,
@@ -356,16 +356,16 @@ mod old {
         pub(super) answers: BTreeMap<u64, Recorded>,
     }
 
-    impl From<Once> for now::once::Once {
+    impl From<Once> for now::exactly_once::Once {
         fn from(o: Once) -> Self {
-            now::once::Once {
+            now::exactly_once::Once {
                 key: o.key,
                 acked_below: o.acked_below,
                 answers: o
                     .answers
                     .into_iter()
                     .map(|(seq, r)| {
-                        let recorded = now::once::Recorded {
+                        let recorded = now::exactly_once::Recorded {
                             request_id: r.request_id,
                             first: r.first.map(Into::into),
                             call: r.call,

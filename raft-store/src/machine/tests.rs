@@ -565,6 +565,7 @@ mod queries {
 }
 
 mod exactly_once;
+mod history;
 mod terms;
 
 /// Grants and waiters as snapshot versions 2 to 4 wrote them (no terms),

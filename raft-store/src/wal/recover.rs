@@ -184,7 +184,6 @@ thread_local! {
 /// A planted bug (never in a normal build): read damage as a torn tail,
 /// to show that the tests and the fault-injection harness catch it.
 fn damage_as_torn() -> bool {
-    #[cfg(feature = "planted-bugs")]
     if crate::planted::planted(crate::planted::Bug::DamageAsTorn) {
         return true;
     }

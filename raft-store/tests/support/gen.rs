@@ -400,7 +400,7 @@ impl Driver {
                 &[limits::MAX_LOCK_DELAY_MS + 1, u64::MAX],
             ),
         };
-        Command::Termed {
+        Command::WithTerms {
             terms,
             command: Box::new(plain),
         }

@@ -588,7 +588,7 @@ fn check_exactly_once(
         } => {
             // An acquire, or an acquire with terms: what may be sequenced.
             let acquire = match command.as_ref() {
-                Command::Termed { command, .. } => command.as_ref(),
+                Command::WithTerms { command, .. } => command.as_ref(),
                 other => other,
             };
             match acquire {

@@ -14,7 +14,7 @@ mod protections;
 mod python_client;
 mod ratelimit;
 mod reasons;
-mod reasons_more;
+mod reasons_degraded;
 mod schemathesis;
 mod typescript_client;
 mod watch;

@@ -29,7 +29,6 @@ use deadlines::{Deadlines, Refused};
 use openraft::ServerState;
 use parking_lot::Mutex;
 use raftlock_store::machine::{Command, Event, FencingToken, Reply, RequestId, SessionId};
-#[cfg(feature = "planted-bugs")]
 use raftlock_store::planted::{planted, Bug};
 use raftlock_store::state_machine::Change;
 use std::sync::Arc;
@@ -102,7 +101,6 @@ impl LeaseDriver {
             );
             drop(d);
             drop(state);
-            #[cfg(feature = "planted-bugs")]
             if planted(Bug::LateKeepAlive) && res == Err(Refused::Expired) {
                 return Ok(ttl.unwrap_or(Duration::from_secs(10)));
             }
@@ -118,7 +116,6 @@ impl LeaseDriver {
         let state = self.node.state().read();
         let ttl = session_ttl(&state.machine, session);
         let d = self.lock();
-        #[cfg(feature = "planted-bugs")]
         if planted(Bug::LateKeepAlive) && d.term.is_some() {
             return Ok(ttl.unwrap_or(Duration::from_secs(10)));
         }
@@ -154,7 +151,6 @@ impl LeaseDriver {
         let state = self.node.state().read();
         let mut d = self.lock();
         d.leading_since = term.map(|_| now);
-        #[cfg(feature = "planted-bugs")]
         if planted(Bug::UnconfirmedExpiry) {
             // Keeps the deadlines of an earlier term instead of a full TTL.
             d.term = term;
@@ -425,14 +421,11 @@ impl LeaseDriver {
             return;
         }
         let round = Instant::now();
-        #[cfg(feature = "planted-bugs")]
         let confirmed = if planted(Bug::UnconfirmedExpiry) {
             Ok(())
         } else {
             self.node.confirmed_after(round).await
         };
-        #[cfg(not(feature = "planted-bugs"))]
-        let confirmed = self.node.confirmed_after(round).await;
         if let Err(e) = confirmed {
             warn!(node = self.node.id(), error = %e, "not expiring sessions: leadership not confirmed");
             return;

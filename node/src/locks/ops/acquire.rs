@@ -168,7 +168,7 @@ impl Operation for Acquire {
             metadata: self.metadata.clone(),
         };
         if !self.terms.is_plain() {
-            cmd = Command::Termed {
+            cmd = Command::WithTerms {
                 terms: self.terms,
                 command: Box::new(cmd),
             };

@@ -223,9 +223,11 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
     }
 }
 
+/// Why a call to a peer failed, in the error type openraft's
+/// `Unreachable` and `NetworkError` wrap.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-struct Msg(String);
+struct PeerCallFailed(String);
 
 impl PeerConnection {
     /// Whether `rpc` is a heartbeat that only carries a higher commit index
@@ -326,7 +328,11 @@ impl PeerConnection {
     {
         let client = match &mut self.client {
             Ok(c) => c,
-            Err(e) => return Err(RPCError::Unreachable(Unreachable::new(&Msg(e.clone())))),
+            Err(e) => {
+                return Err(RPCError::Unreachable(Unreachable::new(&PeerCallFailed(
+                    e.clone(),
+                ))))
+            }
         };
         let binary = !self.lacks.binary.load(Ordering::Relaxed);
         let reply = match Self::send(client, method, req, option, binary).await {
@@ -358,7 +364,7 @@ impl PeerConnection {
         Err: std::error::Error + DeserializeOwned,
     {
         let result: Result<Resp, Err> = peer_codec::decode_reply(&reply.data)
-            .map_err(|e| RPCError::Network(NetworkError::new(&Msg(e))))?;
+            .map_err(|e| RPCError::Network(NetworkError::new(&PeerCallFailed(e))))?;
         result.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
     }
 

@@ -4,7 +4,7 @@
 use super::*;
 
 fn termed(session: SessionId, name: &str, req: u128, mode: Mode, terms: Terms) -> Command {
-    Command::Termed {
+    Command::WithTerms {
         terms,
         command: Box::new(Command::Acquire {
             session,

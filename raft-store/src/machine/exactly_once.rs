@@ -24,8 +24,9 @@
 
 use super::error::LeaseError;
 use super::outcome::{Event, Reply};
+use super::request::{NewSession, Sequence};
 use super::types::{Finished, Grant, LogIndex, RequestId, SessionId};
-use super::{acquire, Command, LeaseMachine};
+use super::{acquire, LeaseMachine};
 use raftlock_proto::limits;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -215,13 +216,12 @@ impl LeaseMachine {
 
     pub(super) fn create_session_once(
         &mut self,
-        ttl_ms: u64,
-        client_name: &str,
-        owner: &str,
+        new: &NewSession<'_>,
         key: u128,
         index: LogIndex,
         at_ms: u64,
     ) -> Result<Reply, LeaseError> {
+        let owner = new.owner;
         if let Some(s) = self
             .session_keys
             .get(&key_of(owner, key))
@@ -232,7 +232,7 @@ impl LeaseMachine {
                 ttl_ms: s.ttl_ms,
             });
         }
-        let reply = self.create_session(ttl_ms, client_name, owner, index, at_ms)?;
+        let reply = self.create_plain_session(new, index, at_ms)?;
         self.session_keys.insert(key_of(owner, key), index);
         self.once.entry(index).or_default().key = Some(key);
         Ok(reply)
@@ -333,23 +333,19 @@ impl LeaseMachine {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn sequenced(
         &mut self,
-        seq: u64,
-        acked_below: u64,
-        in_flight: Option<&[u64]>,
-        command: &Command,
+        sequence: Sequence<'_>,
+        req: acquire::Request<'_>,
         index: LogIndex,
         at_ms: u64,
         events: &mut Vec<Event>,
     ) -> Result<Reply, LeaseError> {
-        let Some(req) = acquire::Request::of(command) else {
-            return Err(LeaseError::InvalidArgument(format!(
-                "only an acquire can be sequenced, not {}",
-                command.kind()
-            )));
-        };
+        let Sequence {
+            seq,
+            acked_below,
+            in_flight,
+        } = sequence;
         let (session, name, request_id) = (&req.session, req.name, &req.request_id);
         if seq == 0 {
             return Err(LeaseError::InvalidArgument(
