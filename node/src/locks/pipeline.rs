@@ -13,7 +13,7 @@
 //! 7. the proposal of [`Operation::command`], and
 //! 8. [`Operation::answer`], which maps the reply (and may wait, as a
 //!    queued acquire does, or run further operations, as a cancel that
-//!    lost the race to a grant does, through [`Locks::run_checked`]).
+//!    lost the race to a grant does, through `Locks::run_checked`).
 //!
 //! Nothing else in the lock service proposes a client's command: a new
 //! operation is a new file in `ops/` and a line per transport.
