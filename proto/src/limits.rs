@@ -20,6 +20,8 @@ pub const MAX_METADATA_LEN: usize = 4_096;
 pub const REQUEST_ID_LEN: usize = 16;
 /// Most waiters queued on one lock.
 pub const MAX_WAITERS_PER_LOCK: usize = 10_000;
+/// Most locks one AcquireAll takes together.
+pub const MAX_LOCKS_PER_SET: usize = 64;
 /// Most locks one session may hold or wait for at once.
 pub const MAX_LOCKS_PER_SESSION: usize = 10_000;
 /// Longest wait an Acquire may ask for, in ms.

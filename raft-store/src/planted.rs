@@ -32,10 +32,13 @@ pub enum Bug {
     /// crash: it keeps what came before and serves (the behaviour of
     /// logs that cannot tell the two apart).
     DamageAsTorn,
+    /// A lock set (AcquireAll) waiting at the front of a lock's queue is
+    /// granted that lock as soon as it is free, before the rest of its set.
+    SetGrantsEarly,
 }
 
 impl Bug {
-    const ALL: [(Bug, &'static str); 7] = [
+    const ALL: [(Bug, &'static str); 8] = [
         (Bug::DoubleGrant, "double-grant"),
         (Bug::TokenReuse, "token-reuse"),
         (Bug::UnconfirmedExpiry, "unconfirmed-expiry"),
@@ -43,6 +46,7 @@ impl Bug {
         (Bug::OnePermitEach, "one-permit-each"),
         (Bug::RateDoubleBurst, "rate-double-burst"),
         (Bug::DamageAsTorn, "damage-as-torn"),
+        (Bug::SetGrantsEarly, "set-grants-early"),
     ];
 
     /// Reads a bug's name.

@@ -87,6 +87,13 @@ enum Op {
     /// End lock `usize`'s delay: 0 the old unnamed way, 1 by the current
     /// delay's start, 2 by an earlier start (a late end).
     EndDelay(usize, u8),
+    /// AcquireAll of the locks whose bits `mask` has (two or three).
+    All {
+        s: usize,
+        mask: u8,
+        req: u8,
+        wait: bool,
+    },
 }
 
 fn terms() -> impl Strategy<Value = Terms> {
@@ -155,6 +162,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (any::<usize>(), 0..LOCKS.len(), prop::bool::weighted(0.8))
             .prop_map(|(s, lock, right_token)| Op::EndHold { s, lock, right_token }),
         2 => (0..LOCKS.len(), 0u8..3).prop_map(|(lock, how)| Op::EndDelay(lock, how)),
+        4 => (any::<usize>(), prop::sample::select(vec![3u8, 5, 6, 7]), 0u8..6, prop::bool::weighted(0.7))
+            .prop_map(|(s, mask, req, wait)| Op::All { s, mask, req, wait }),
     ]
 }
 
@@ -248,6 +257,8 @@ struct Model {
     delay_started: BTreeMap<String, u64>,
     /// Sizes set by Resize.
     sizes: BTreeMap<String, u32>,
+    /// Lock sets waiting (AcquireAll), by session and request.
+    sets: BTreeMap<(u64, u128), Vec<String>>,
 }
 
 /// A reply reduced to what the model predicts.
@@ -255,6 +266,8 @@ struct Model {
 enum Answer {
     Created(u64),
     Acquired(u64, u64),
+    /// A set held: its session and each lock's token, in name order.
+    AcquiredAll(u64, Vec<u64>),
     Queued(usize),
     Busy,
     Ok,
@@ -422,15 +435,27 @@ impl Model {
         *self.alive.iter().nth(s % n).expect("in range")
     }
 
+    /// The set the waiter `(session, req)` of `name` belongs to, if any.
+    fn set_of(&self, name: &str, session: u64, req: u128) -> Option<Vec<String>> {
+        self.sets
+            .get(&(session, req))
+            .filter(|names| names.iter().any(|n| n == name))
+            .cloned()
+    }
+
     fn grant_queue(&mut self, name: &str, index: u64) {
         let delayed = self.delayed.contains_key(name);
-        let Some(l) = self.locks.get_mut(name) else {
-            return;
+        let front_set = |m: &Model| {
+            let w = m.locks.get(name)?.queue.first()?;
+            m.set_of(name, w.0, w.2).map(|_| (w.0, w.2))
         };
-        while !delayed
-            && !l.queue.is_empty()
-            && fits(l, l.queue[0].1, l.permits, l.queue[0].3.count)
-        {
+        while !delayed && front_set(self).is_none() {
+            let Some(l) = self.locks.get_mut(name) else {
+                return;
+            };
+            if l.queue.is_empty() || !fits(l, l.queue[0].1, l.permits, l.queue[0].3.count) {
+                break;
+            }
             let (session, mode, req, terms) = l.queue.remove(0);
             l.holders.push(Holder {
                 session,
@@ -440,9 +465,110 @@ impl Model {
                 terms,
             });
         }
-        if l.holders.is_empty() && l.queue.is_empty() {
+        // A set at the front: granted whole if it is at the front of each
+        // of its queues and each of its locks is free, else it waits.
+        if let Some(key) = front_set(self) {
+            let names = self.sets[&key].clone();
+            let ready = names.iter().all(|n| {
+                self.locks.get(n).is_some_and(|l| {
+                    l.holders.is_empty() && l.queue.first().is_some_and(|w| (w.0, w.2) == key)
+                }) && !self.delayed.contains_key(n)
+            });
+            if ready {
+                self.sets.remove(&key);
+                for n in &names {
+                    let l = self.locks.get_mut(n).expect("queued lock exists");
+                    let (session, mode, req, terms) = l.queue.remove(0);
+                    l.holders.push(Holder {
+                        session,
+                        mode,
+                        token: index,
+                        req,
+                        terms,
+                    });
+                }
+            }
+        }
+        if self
+            .locks
+            .get(name)
+            .is_some_and(|l| l.holders.is_empty() && l.queue.is_empty())
+        {
             self.locks.remove(name);
         }
+    }
+
+    fn acquire_all(
+        &mut self,
+        session: u64,
+        names: &[String],
+        req: u128,
+        wait: bool,
+        index: u64,
+    ) -> Answer {
+        if !self.alive.contains(&session) {
+            return Answer::Err("session-not-found");
+        }
+        let (mut held, mut waiting) = (Vec::new(), Vec::new());
+        for name in names {
+            let l = self.locks.get(name).cloned().unwrap_or_default();
+            if let Some(h) = l.holders.iter().find(|h| h.session == session) {
+                if h.req != req {
+                    return Answer::Err("already-held");
+                }
+                held.push(h.token);
+            } else if let Some(pos) = l.queue.iter().position(|w| w.0 == session) {
+                if l.queue[pos].2 != req {
+                    return Answer::Err("already-waiting");
+                }
+                waiting.push(pos);
+            }
+        }
+        if held.len() == names.len() {
+            return Answer::AcquiredAll(session, held);
+        }
+        if waiting.len() == names.len() {
+            return Answer::Queued(waiting.into_iter().max().unwrap_or(0));
+        }
+        if let Some(code) = self.finished.get(&(session, req)) {
+            return Answer::Err(code);
+        }
+        if !held.is_empty() || !waiting.is_empty() {
+            return Answer::Err("request-finished");
+        }
+        let free = names.iter().all(|n| {
+            let l = self.locks.get(n).cloned().unwrap_or_default();
+            l.queue.is_empty() && l.holders.is_empty() && !self.delayed.contains_key(n)
+        });
+        if free {
+            for n in names {
+                let size = self.sizes.get(n).copied();
+                let e = self.locks.entry(n.clone()).or_default();
+                e.permits = size.or(e.permits);
+                e.holders.push(Holder {
+                    session,
+                    mode: Mode::Exclusive,
+                    token: index,
+                    req,
+                    terms: Terms::default(),
+                });
+            }
+            return Answer::AcquiredAll(session, vec![index; names.len()]);
+        }
+        if !wait {
+            return Answer::Busy;
+        }
+        let mut position = 0;
+        for n in names {
+            let size = self.sizes.get(n).copied();
+            let e = self.locks.entry(n.clone()).or_default();
+            e.permits = size.or(e.permits);
+            e.queue
+                .push((session, Mode::Exclusive, req, Terms::default()));
+            position = position.max(e.queue.len() - 1);
+        }
+        self.sets.insert((session, req), names.to_vec());
+        Answer::Queued(position)
     }
 
     /// Turns an abstract op into a command (using the model's view to pick
@@ -728,12 +854,36 @@ impl Model {
                     Answer::Err("session-not-found")
                 } else {
                     let l = self.locks.get(name).cloned().unwrap_or_default();
+                    let all_held: Vec<u64> = self
+                        .locks
+                        .values()
+                        .flat_map(|l| &l.holders)
+                        .filter(|h| h.session == session && h.req == req)
+                        .map(|h| h.token)
+                        .collect();
                     if let Some(h) = l
                         .holders
                         .iter()
                         .find(|h| h.session == session && h.req == req)
                     {
-                        Answer::Acquired(h.session, h.token)
+                        // A set granted together comes back whole.
+                        if all_held.len() > 1 {
+                            Answer::AcquiredAll(session, all_held)
+                        } else {
+                            Answer::Acquired(h.session, h.token)
+                        }
+                    } else if let Some(names) = self.set_of(name, session, req) {
+                        self.sets.remove(&(session, req));
+                        for n in &names {
+                            if let Some(l) = self.locks.get_mut(n.as_str()) {
+                                l.queue.retain(|w| (w.0, w.2) != (session, req));
+                            }
+                            self.finish(session, n, req, "wait-cancelled");
+                        }
+                        for n in &names {
+                            self.grant_queue(n, index);
+                        }
+                        Answer::Ok
                     } else if l.queue.iter().any(|w| w.0 == session && w.2 == req) {
                         let l = self.locks.get_mut(name).expect("queued lock exists");
                         l.queue.retain(|w| w.0 != session);
@@ -844,6 +994,24 @@ impl Model {
                     token,
                 };
                 (cmd, Answer::Ok)
+            }
+            Op::All { s, mask, req, wait } => {
+                let session = self.pick(*s);
+                let names: Vec<String> = LOCKS
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| mask & (1 << i) != 0)
+                    .map(|(_, n)| (*n).to_owned())
+                    .collect();
+                let req = *req as u128;
+                let cmd = Command::AcquireAll {
+                    session,
+                    names: names.clone(),
+                    request_id: RequestId(req),
+                    wait_ms: wait.then_some(1_000),
+                    metadata: vec![],
+                };
+                (cmd, self.acquire_all(session, &names, req, *wait, index))
             }
             Op::EndDelay(lock, how) => {
                 let name = LOCKS[*lock];
@@ -967,6 +1135,7 @@ impl Model {
             }
             self.once.remove(id);
             self.keys.retain(|_, s| s != id);
+            self.sets.retain(|(s, _), _| s != id);
             let mut lost = Vec::new();
             for (name, l) in self.locks.iter_mut() {
                 let before = l.holders.len() + l.queue.len();
@@ -1001,6 +1170,10 @@ fn answer_of(o: &Outcome) -> Answer {
         Ok(Reply::Acquired(g)) | Ok(Reply::Proclaimed(g)) => Answer::Acquired(g.session, g.token),
         Ok(Reply::Queued { position }) => Answer::Queued(*position),
         Ok(Reply::Busy { .. }) => Answer::Busy,
+        Ok(Reply::AcquiredAll(grants)) => Answer::AcquiredAll(
+            grants.first().map_or(0, |g| g.session),
+            grants.iter().map(|g| g.token).collect(),
+        ),
         Ok(_) => Answer::Ok,
     }
 }
@@ -1159,9 +1332,18 @@ fn check(
                 name
             );
         }
+        // Or a lock set at the front, waiting for another of its locks.
+        let set_at_front = l
+            .waiters
+            .front()
+            .and_then(|w| m.lock_set(w.session, w.request_id))
+            .is_some_and(|names| names.iter().any(|n| n == name));
         prop_assert!(
-            l.waiters.is_empty() || !l.holders.is_empty() || m.lock_delay(name).is_some(),
-            "{} has waiters but no holder and no lock-delay",
+            l.waiters.is_empty()
+                || !l.holders.is_empty()
+                || m.lock_delay(name).is_some()
+                || set_at_front,
+            "{} has waiters but no holder, no lock-delay and no set at the front",
             name
         );
         for h in &l.holders {

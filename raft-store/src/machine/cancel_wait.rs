@@ -1,6 +1,7 @@
 //! CancelWait: the leader's answer to a wait whose deadline passed. If the
 //! grant won the race, the cancel returns it instead of dropping it, so a
-//! grant is never leaked to a client that stopped listening.
+//! grant is never leaked to a client that stopped listening. A lock set
+//! (`acquire_all.rs`) is cancelled, or returned, whole.
 
 use super::error::LeaseError;
 use super::outcome::{Event, Reply};
@@ -19,11 +20,17 @@ impl LeaseMachine {
     ) -> Result<Reply, LeaseError> {
         let s = self
             .sessions
-            .get_mut(&session)
+            .get(&session)
             .ok_or(LeaseError::SessionNotFound(session))?;
         if s.held.get(name) == Some(&request_id) {
-            if let Some(g) = self.locks.get(name).and_then(|l| l.holder(session)) {
-                return Ok(Reply::Acquired(g.clone()));
+            // A set granted together comes back whole, so that the whole
+            // set is released.
+            let mut grants = self.grants_of(session, request_id);
+            if grants.len() > 1 {
+                return Ok(Reply::AcquiredAll(grants));
+            }
+            if let Some(g) = grants.pop() {
+                return Ok(Reply::Acquired(g));
             }
         }
         if s.waiting.get(name) != Some(&request_id) {
@@ -33,20 +40,38 @@ impl LeaseMachine {
                 request_id,
             });
         }
-        s.waiting.remove(name);
-        self.finish(session, name, request_id, Finished::WaitCancelled);
-        if let Some(lock) = self.locks.get_mut(name) {
-            lock.remove_waiter(session);
+        // Cancelling one lock of a waiting set cancels the set.
+        let in_set = self
+            .lock_set(session, request_id)
+            .is_some_and(|names| names.iter().any(|n| n == name));
+        let mut ended = if in_set {
+            self.unqueue_set((session, request_id), events, WaitEnd::Cancelled)
+        } else {
+            Vec::new()
+        };
+        if ended.is_empty() {
+            if let Some(s) = self.sessions.get_mut(&session) {
+                s.waiting.remove(name);
+            }
+            if let Some(lock) = self.locks.get_mut(name) {
+                lock.remove_waiter(session);
+            }
+            events.push(Event::WaitEnded {
+                name: name.to_owned(),
+                session,
+                request_id,
+                reason: WaitEnd::Cancelled,
+            });
+            ended.push(name.to_owned());
         }
-        events.push(Event::WaitEnded {
-            name: name.to_owned(),
-            session,
-            request_id,
-            reason: WaitEnd::Cancelled,
-        });
+        for name in &ended {
+            self.finish(session, name, request_id, Finished::WaitCancelled);
+        }
         // The cancelled waiter may have been the one blocking those behind it
         // (an exclusive waiter ahead of shared ones).
-        self.grant_waiters(name, index, at_ms, events);
+        for name in &ended {
+            self.grant_waiters(name, index, at_ms, events);
+        }
         Ok(Reply::WaitCancelled)
     }
 }

@@ -115,10 +115,17 @@ impl LockState {
     /// Moves waiters from the front of the queue to the holders while they
     /// fit. Strict FIFO: a waiter that does not fit stops the scan, so a
     /// shared waiter never overtakes an exclusive one queued before it.
-    pub(crate) fn grant_front(&mut self, name: &str, index: LogIndex, at_ms: u64) -> Vec<Grant> {
+    /// A waiter for which `stop` holds ends the scan too, fitting or not.
+    pub(crate) fn grant_front(
+        &mut self,
+        name: &str,
+        index: LogIndex,
+        at_ms: u64,
+        stop: impl Fn(&Waiter) -> bool,
+    ) -> Vec<Grant> {
         let mut granted = Vec::new();
         while let Some(front) = self.waiters.front() {
-            if !self.fits(front.mode, front.terms.count) {
+            if stop(front) || !self.fits(front.mode, front.terms.count) {
                 break;
             }
             let Some(w) = self.waiters.pop_front() else {
@@ -136,5 +143,12 @@ impl LockState {
             }
         }
         granted
+    }
+
+    /// Grants the front waiter, whatever blocks it (the caller checked).
+    pub(crate) fn grant_first(&mut self, name: &str, index: LogIndex, at_ms: u64) -> Option<Grant> {
+        let grant = self.waiters.pop_front()?.into_grant(name, index, at_ms);
+        self.push_holder(grant.clone());
+        Some(grant)
     }
 }

@@ -21,6 +21,7 @@
 //! ```
 
 mod acquire;
+mod acquire_all;
 mod cancel_wait;
 mod error;
 mod exactly_once;
@@ -295,6 +296,23 @@ pub enum Command {
         /// The take or return.
         command: Box<Command>,
     },
+    /// Acquires several locks exclusively in this one entry, or none of
+    /// them: each gets its own grant, all with this entry's index as token.
+    /// One that cannot be granted at once waits in the queue of every lock
+    /// of the set and is granted when it is at the front of all of them
+    /// and they are all free (`acquire_all.rs`).
+    AcquireAll {
+        /// The session that will hold them.
+        session: SessionId,
+        /// Lock names, distinct, in ascending order.
+        names: Vec<String>,
+        /// The logical acquisition (reused by retries).
+        request_id: RequestId,
+        /// `None`: try once. `Some(ms)`: wait in the queues up to `ms`.
+        wait_ms: Option<u64>,
+        /// Stored with each grant.
+        metadata: Vec<u8>,
+    },
 }
 
 impl Command {
@@ -323,6 +341,7 @@ impl Command {
             Command::SequencedAcks { command, .. } => command.kind(),
             Command::EndLockDelayAt { .. } => "end_lock_delay",
             Command::ByOwner { command, .. } => command.kind(),
+            Command::AcquireAll { .. } => "acquire_all",
         }
     }
 
@@ -352,8 +371,9 @@ pub struct Delay {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeaseMachine {
     sessions: BTreeMap<SessionId, Session>,
-    /// Only locks with at least one holder; a lock with waiters always has a
-    /// holder, since waiters are granted as soon as nothing blocks them.
+    /// Only locks with a holder or a waiter. A waiter with no holder ahead
+    /// of it waits for a lock-delay to end, or is a lock set (`sets`)
+    /// that waits for another of its locks.
     locks: BTreeMap<String, LockState>,
     /// Live sessions per non-empty owner, for the per-identity limit.
     /// Derived from `sessions`, kept so the leader can check the limit
@@ -392,6 +412,11 @@ pub struct LeaseMachine {
     /// limit (snapshot version 6; rebuilt when an older one is read).
     #[serde(default)]
     lease_ends: ratelimit::LeaseEnds,
+    /// The lock sets waiting in queues (`AcquireAll`), by session and
+    /// request id (nested, so that a JSON snapshot can key them): a waiter found here is granted only with the rest of
+    /// its set (snapshot version 7).
+    #[serde(default)]
+    sets: BTreeMap<SessionId, BTreeMap<RequestId, Vec<String>>>,
 }
 
 impl LeaseMachine {
@@ -450,6 +475,7 @@ impl LeaseMachine {
                 owner,
             } => self.return_tokens(name, lease, unused, now_ns, owner),
             Request::DeleteLimit { name } => self.delete_limit(name),
+            Request::AcquireAll(all) => self.acquire_all(all, index, at_ms, events_),
             Request::Malformed(e) => Err(e),
         };
         Outcome { reply, events }
@@ -499,6 +525,7 @@ impl LeaseMachine {
     /// any more, in FIFO order, with the token of the entry being applied;
     /// drops the lock's entry when nobody holds or waits for it.
     fn grant_waiters(&mut self, name: &str, index: LogIndex, at_ms: u64, events: &mut Vec<Event>) {
+        let sets = &self.sets;
         let Some(lock) = self.locks.get_mut(name) else {
             return;
         };
@@ -506,7 +533,11 @@ impl LeaseMachine {
         let grants = if self.delayed.contains_key(name) {
             Vec::new()
         } else {
-            lock.grant_front(name, index, at_ms)
+            // A lock set at the front stops the scan: it is granted with the
+            // rest of its set or not at all (below).
+            lock.grant_front(name, index, at_ms, |w| {
+                acquire_all::set_of(sets, w, name).is_some()
+            })
         };
         for grant in grants {
             if let Some(s) = self.sessions.get_mut(&grant.session) {
@@ -515,7 +546,18 @@ impl LeaseMachine {
             }
             events.push(Event::Granted(grant));
         }
-        if lock.is_empty() {
+        let front_set = lock
+            .waiters
+            .front()
+            .and_then(|w| acquire_all::set_of(sets, w, name).map(|_| (w.session, w.request_id)));
+        if let Some(key) = front_set {
+            if !self.grant_set(key, index, at_ms, events)
+                && crate::planted::planted(crate::planted::Bug::SetGrantsEarly)
+            {
+                self.grant_one_of_set(key, name, index, at_ms, events);
+            }
+        }
+        if self.locks.get(name).is_some_and(LockState::is_empty) {
             self.locks.remove(name);
         }
     }

@@ -112,6 +112,10 @@ pub enum Reply {
         /// It existed.
         existed: bool,
     },
+    /// Every lock of a set is held (now, or already: a retry, or a cancel
+    /// that lost the race to the set's grant), one grant each, in name
+    /// order.
+    AcquiredAll(Vec<Grant>),
 }
 
 /// Something that changed while applying a command.
@@ -214,6 +218,10 @@ impl fmt::Display for Reply {
                 write!(f, "sessions-expired [{}]", ids.join(","))
             }
             Reply::Acquired(g) => write!(f, "acquired {}", fmt_grant(g)),
+            Reply::AcquiredAll(grants) => {
+                let gs: Vec<String> = grants.iter().map(fmt_grant).collect();
+                write!(f, "acquired-all [{}]", gs.join("; "))
+            }
             Reply::Queued { position } => write!(f, "queued position={position}"),
             Reply::Busy { holders } => {
                 let hs: Vec<String> = holders

@@ -2,7 +2,7 @@
 //! confirmed leadership (read index) and waited for this state to catch up.
 
 use super::lock::LockState;
-use super::types::{FencingToken, Grant, Session, SessionId, Waiter};
+use super::types::{FencingToken, Grant, RequestId, Session, SessionId, Waiter};
 use super::LeaseMachine;
 use std::ops::Bound;
 
@@ -183,6 +183,20 @@ impl LeaseMachine {
     /// All locks with a holder or a waiter, by name.
     pub fn locks(&self) -> impl Iterator<Item = (&str, &LockState)> {
         self.locks.iter().map(|(n, l)| (n.as_str(), l))
+    }
+
+    /// The locks of the set `session` waits for through `request_id`
+    /// (`AcquireAll`), if it waits for one that way.
+    pub fn lock_set(&self, session: SessionId, request_id: RequestId) -> Option<&[String]> {
+        self.sets.get(&session)?.get(&request_id).map(Vec::as_slice)
+    }
+
+    /// Every waiting lock set: session, request id and names.
+    pub fn lock_sets(&self) -> impl Iterator<Item = (SessionId, RequestId, &[String])> {
+        self.sets.iter().flat_map(|(s, sets)| {
+            sets.iter()
+                .map(move |(r, names)| (*s, *r, names.as_slice()))
+        })
     }
 
     /// Live sessions, locks held or waited for, and queued waiters.

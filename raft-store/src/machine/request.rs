@@ -7,11 +7,11 @@
 //! the one request it makes, so `apply` and the file of each request never
 //! peel a wrapper or tell the shapes apart.
 
-use super::acquire;
 use super::error::LeaseError;
 use super::ratelimit::{LimitSpec, Take};
 use super::types::{FencingToken, LogIndex, Origin, RequestId, SessionId};
 use super::Command;
+use super::{acquire, acquire_all};
 
 /// What an entry asks of the machine.
 pub(super) enum Request<'a> {
@@ -78,6 +78,7 @@ pub(super) enum Request<'a> {
     DeleteLimit {
         name: &'a str,
     },
+    AcquireAll(acquire_all::Request<'a>),
     /// A wrapper around a command it cannot wrap: refused with this.
     Malformed(LeaseError),
 }
@@ -225,6 +226,19 @@ impl<'a> Request<'a> {
             Command::Take { .. } | Command::ReturnTokens { .. } => Self::rate(command, ""),
             Command::ByOwner { owner, command } => Self::rate(command, owner),
             Command::DeleteLimit { name } => Request::DeleteLimit { name },
+            Command::AcquireAll {
+                session,
+                names,
+                request_id,
+                wait_ms,
+                metadata,
+            } => Request::AcquireAll(acquire_all::Request {
+                session: *session,
+                names,
+                request_id: *request_id,
+                wait_ms: *wait_ms,
+                metadata,
+            }),
         }
     }
 

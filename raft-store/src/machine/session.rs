@@ -131,6 +131,8 @@ impl LeaseMachine {
                 }
                 touched.insert(name.clone());
             }
+            // Its waiting sets leave every queue below, with its waiters.
+            self.sets.remove(&s.id);
             for (name, request_id) in &s.waiting {
                 if let Some(lock) = self.locks.get_mut(name) {
                     if lock.remove_waiter(s.id).is_some() {

@@ -26,13 +26,16 @@
 //! acquisition ended with its exactly-once answer (`Recorded::ended`,
 //! `Once::standing`); version 5 is read through `V5`, its delays started at
 //! index 0 and its lease index rebuilt.
+//!
+//! Version 7 adds the lock sets waiting in queues (`AcquireAll`); version 6
+//! is read through `V6`, with none.
 
 use super::LeaseMachine;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The snapshot format this build writes and the newest it reads.
-pub const SNAPSHOT_VERSION: u32 = 6;
+pub const SNAPSHOT_VERSION: u32 = 7;
 
 /// What a binary (version ≥ 2) snapshot starts with; JSON never does.
 const MAGIC: &[u8; 8] = b"\0RLSNAP\0";
@@ -105,6 +108,41 @@ struct V5 {
     buckets: BTreeMap<String, super::Bucket>,
 }
 
+/// The fields a version 6 snapshot holds, in their order.
+#[derive(Deserialize)]
+struct V6 {
+    sessions: BTreeMap<super::SessionId, super::Session>,
+    locks: BTreeMap<String, super::LockState>,
+    owners: BTreeMap<String, u64>,
+    once: BTreeMap<super::SessionId, super::exactly_once::Once>,
+    session_keys: BTreeMap<String, super::SessionId>,
+    origins: BTreeMap<super::SessionId, super::Origin>,
+    delayed: BTreeMap<String, super::Delay>,
+    sizes: BTreeMap<String, u32>,
+    rate_clock_ns: u64,
+    buckets: BTreeMap<String, super::Bucket>,
+    lease_ends: super::ratelimit::LeaseEnds,
+}
+
+impl From<V6> for LeaseMachine {
+    fn from(v6: V6) -> Self {
+        LeaseMachine {
+            sessions: v6.sessions,
+            locks: v6.locks,
+            owners: v6.owners,
+            once: v6.once,
+            session_keys: v6.session_keys,
+            origins: v6.origins,
+            delayed: v6.delayed,
+            sizes: v6.sizes,
+            rate_clock_ns: v6.rate_clock_ns,
+            buckets: v6.buckets,
+            lease_ends: v6.lease_ends,
+            sets: BTreeMap::new(),
+        }
+    }
+}
+
 /// A session's exactly-once bookkeeping as versions 4 and 5 wrote it: no
 /// runs of answers acknowledged one by one.
 #[derive(Deserialize)]
@@ -166,6 +204,7 @@ impl From<V5> for LeaseMachine {
             rate_clock_ns: v5.rate_clock_ns,
             lease_ends: super::ratelimit::LeaseEnds::of(&v5.buckets),
             buckets: v5.buckets,
+            sets: BTreeMap::new(),
         }
     }
 }
@@ -452,6 +491,9 @@ impl LeaseMachine {
             } else if version == 5 {
                 let (v5, left) = postcard::take_from_bytes::<V5>(body)?;
                 (v5.into(), left)
+            } else if version == 6 {
+                let (v6, left) = postcard::take_from_bytes::<V6>(body)?;
+                (v6.into(), left)
             } else {
                 postcard::take_from_bytes::<LeaseMachine>(body)?
             };

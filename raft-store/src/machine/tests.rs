@@ -564,6 +564,7 @@ mod queries {
     }
 }
 
+mod acquire_all;
 mod exactly_once;
 mod history;
 mod terms;

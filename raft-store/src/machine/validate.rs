@@ -24,6 +24,29 @@ pub fn name(name: &str) -> Result<(), LeaseError> {
     Err(LeaseError::InvalidName { reason })
 }
 
+/// The locks an AcquireAll takes: at least two, at most
+/// `MAX_LOCKS_PER_SET`, each a valid name, in strictly ascending order (so
+/// that one set has one spelling, and a duplicate is refused).
+pub fn lock_set(names: &[String]) -> Result<(), LeaseError> {
+    if names.len() < 2 || names.len() > limits::MAX_LOCKS_PER_SET {
+        return Err(LeaseError::InvalidArgument(format!(
+            "a lock set has 2 to {} names, not {}",
+            limits::MAX_LOCKS_PER_SET,
+            names.len()
+        )));
+    }
+    for n in names {
+        name(n)?;
+    }
+    if let Some(w) = names.windows(2).find(|w| w[0] >= w[1]) {
+        return Err(LeaseError::InvalidArgument(format!(
+            "a lock set's names must be distinct and in ascending order: {:?} before {:?}",
+            w[0], w[1]
+        )));
+    }
+    Ok(())
+}
+
 /// A session TTL within the machine's absolute bounds.
 pub fn ttl(ttl_ms: u64) -> Result<(), LeaseError> {
     if (limits::MIN_TTL_MS..=limits::MAX_TTL_MS).contains(&ttl_ms) {

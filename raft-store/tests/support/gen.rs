@@ -588,9 +588,28 @@ impl Driver {
                     sessions: (0..n).map(|_| self.session(d)).collect(),
                 }
             }
-            40..=115 => {
+            40..=103 => {
                 let session = self.session(d);
                 self.acquire(d, session)
+            }
+            104..=115 => {
+                // A lock set: mostly two or three names in order; now and
+                // then out of order, repeated or too few, which is refused.
+                let session = self.session(d);
+                let n = 1 + d.byte() % 3;
+                let mut names: Vec<String> = (0..n).map(|_| self.name(d)).collect();
+                if d.byte() < 220 {
+                    names.sort();
+                    names.dedup();
+                }
+                let request_id = self.request_id(d, session, &names[0]);
+                Command::AcquireAll {
+                    session,
+                    names,
+                    request_id,
+                    wait_ms: (d.byte() < 180).then_some(1_000),
+                    metadata: self.metadata(d),
+                }
             }
             116..=131 => self.sequenced(d),
             132..=139 => self.rate_command(d),

@@ -189,6 +189,38 @@ fn check_invariants_with(m: &LeaseMachine, snapshot: &[u8]) -> Result<(), String
         tables.session_keys
     );
 
+    // A waiting lock set is in the queue of each of its locks, and is not
+    // left waiting once it is at the front of all of them and they are free.
+    for (session, request_id, names) in m.lock_sets() {
+        ensure!(names.len() >= 2, "lock set {names:?} of session {session}");
+        let mut ready = true;
+        for name in names {
+            let queue = m.lock(name).map(|l| &l.waiters);
+            ensure!(
+                queue.is_some_and(|q| q
+                    .iter()
+                    .any(|w| w.session == session && w.request_id == request_id)),
+                "session {session} waits for the set {names:?}, but not in {name:?}'s queue"
+            );
+            ensure!(
+                m.session(session)
+                    .is_some_and(|s| s.waiting.get(name) == Some(&request_id)),
+                "session {session} does not list {name:?} of its waiting set {names:?}"
+            );
+            let lock = m.lock(name);
+            ready &= lock.is_some_and(|l| {
+                l.holders.is_empty()
+                    && l.waiters
+                        .front()
+                        .is_some_and(|w| w.session == session && w.request_id == request_id)
+            }) && m.lock_delay(name).is_none();
+        }
+        ensure!(
+            !ready,
+            "the set {names:?} of session {session} is at the front of every queue, free, and still waits"
+        );
+    }
+
     let mut locks = 0usize;
     let mut waiters = 0usize;
     let mut names = Vec::new();
@@ -197,9 +229,17 @@ fn check_invariants_with(m: &LeaseMachine, snapshot: &[u8]) -> Result<(), String
         waiters += lock.waiters.len();
         names.push(name.to_owned());
         ensure!(name_ok(name), "a lock has the invalid name {name:?}");
-        // Only a lock-delay keeps waiters from a lock nobody holds.
+        // Only a lock-delay, or a lock set at the front that waits for
+        // another of its locks, keeps waiters from a lock nobody holds.
+        let set_at_front = lock
+            .waiters
+            .front()
+            .and_then(|w| m.lock_set(w.session, w.request_id))
+            .is_some_and(|names| names.iter().any(|n| n == name));
         ensure!(
-            !lock.holders.is_empty() || (m.lock_delay(name).is_some() && !lock.waiters.is_empty()),
+            !lock.holders.is_empty()
+                || (m.lock_delay(name).is_some() && !lock.waiters.is_empty())
+                || set_at_front,
             "lock {name:?} is kept without a holder (waiters {:?})",
             lock.waiters
         );
@@ -305,7 +345,9 @@ fn check_invariants_with(m: &LeaseMachine, snapshot: &[u8]) -> Result<(), String
         }
         if let Some(front) = lock.waiters.front() {
             ensure!(
-                !lock.fits(front.mode, front.terms.count) || m.lock_delay(name).is_some(),
+                !lock.fits(front.mode, front.terms.count)
+                    || m.lock_delay(name).is_some()
+                    || set_at_front,
                 "{name:?}: the first waiter (session {}, {:?}) fits beside the holders {:?} but was not granted",
                 front.session,
                 front.mode,
@@ -771,6 +813,62 @@ fn check_reply(
                 holder_of(after, &g.name, g.session).as_ref() == Some(g),
                 "the grant answered is not held: {g:?}"
             );
+        }
+        Reply::AcquiredAll(grants) => {
+            let names: Vec<String> = match cmd {
+                Command::AcquireAll { names, .. } => names.clone(),
+                // A cancel that lost the race to its set's grant: every
+                // lock the session holds through that request.
+                Command::CancelWait {
+                    session,
+                    request_id,
+                    ..
+                } => before
+                    .session(*session)
+                    .map(|s| {
+                        s.held
+                            .iter()
+                            .filter(|(_, r)| *r == request_id)
+                            .map(|(n, _)| n.clone())
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                _ => return Err("AcquiredAll answers another command".into()),
+            };
+            let granted: Vec<&str> = grants.iter().map(|g| g.name.as_str()).collect();
+            ensure!(
+                granted == names.iter().map(String::as_str).collect::<Vec<_>>(),
+                "a set of {names:?} answered grants of {granted:?}"
+            );
+            for g in grants {
+                ensure!(
+                    holder_of(after, &g.name, g.session).as_ref() == Some(g),
+                    "a grant of the set answered is not held: {g:?}"
+                );
+            }
+        }
+        Reply::Queued { position } if matches!(cmd, Command::AcquireAll { .. }) => {
+            let Command::AcquireAll { session, names, .. } = cmd else {
+                unreachable!("matched above");
+            };
+            let at = names
+                .iter()
+                .map(|n| {
+                    after
+                        .describe(n)
+                        .waiters
+                        .iter()
+                        .position(|w| w.session == *session)
+                })
+                .collect::<Option<Vec<_>>>()
+                .and_then(|p| p.into_iter().max());
+            ensure!(
+                at == Some(*position),
+                "a set queued at {position}, its furthest place in the queues is {at:?}"
+            );
+        }
+        Reply::Busy { .. } if matches!(cmd, Command::AcquireAll { .. }) => {
+            ensure!(before == after, "a busy try of a set changed the state");
         }
         Reply::Queued { position } => {
             let Command::Acquire { session, name, .. } = cmd.unwrapped() else {

@@ -507,7 +507,7 @@ fn version_6_keeps_acknowledged_runs_and_version_5_still_reads() {
         "2 and 3 acknowledged, 4 in flight"
     );
     let bytes = log.m.to_snapshot();
-    assert_eq!(&bytes[8..12], &6u32.to_le_bytes());
+    assert_eq!(&bytes[8..12], &7u32.to_le_bytes());
     assert_eq!(LeaseMachine::from_snapshot(&bytes).unwrap(), log.m);
 
     // What a version 5 build wrote: the same fields, without the runs,

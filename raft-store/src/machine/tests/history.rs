@@ -176,12 +176,22 @@ fn history() -> Vec<(Command, &'static str)> {
             },
             HEX[21],
         ),
+        (
+            Command::AcquireAll {
+                session: 1,
+                names: vec!["a".into(), "b".into()],
+                request_id: RequestId(7),
+                wait_ms: Some(1_000),
+                metadata: vec![1, 2],
+            },
+            HEX[22],
+        ),
     ]
 }
 
 /// Written by releases from the first (`CreateSession` .. `ForceRelease`)
-/// to the newest (`ByOwner`); one line per variant, in variant order.
-const HEX: [&str; 22] = [
+/// to the newest (`AcquireAll`); one line per variant, in variant order.
+const HEX: [&str; 23] = [
     "0088270163016f",
     "0101",
     "020201ac02",
@@ -204,6 +214,7 @@ const HEX: [&str; 22] = [
     "1305020203040301016107000001e807020102",
     "14016111",
     "15016f10017201010ae80705f403c0843d",
+    "160102016101620701e807020102",
 ];
 
 fn hex(bytes: &[u8]) -> String {
