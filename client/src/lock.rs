@@ -365,6 +365,16 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
+    /// A guard of a grant with no hold cap (one of a set's).
+    pub(crate) fn new(session: Session, grant: Grant) -> Self {
+        LockGuard {
+            session,
+            grant,
+            released: AtomicBool::new(false),
+            hold_until: None,
+        }
+    }
+
     /// The fencing token: pass it with every write to the protected resource.
     ///
     /// ```no_run

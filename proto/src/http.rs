@@ -121,6 +121,13 @@ pub const ROUTES: &[Route] = &[
         "Set a semaphore's number of permits, held or not (0 forgets it); growing grants waiters at once.",
     ),
     call(
+        "/v1/lock/acquire-all",
+        "raftlock.v1.Lock/AcquireAll",
+        "AcquireAllRequest",
+        "AcquireAllResponse",
+        "Acquire several locks together, all in one log entry or none, waiting in every lock's queue up to waitTimeoutMs (the request stays open).",
+    ),
+    call(
         "/v1/lock/cancel-wait",
         "raftlock.v1.Lock/CancelWait",
         "CancelWaitRequest",

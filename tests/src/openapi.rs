@@ -36,7 +36,12 @@ enum Rule {
     Id { optional: bool },
     /// A list of at most this many items.
     Items(usize),
+    /// Distinct lock names, `MIN_SET..=MAX_LOCKS_PER_SET` of them.
+    NameSet,
 }
+
+/// The fewest names an AcquireAll takes.
+const MIN_SET: usize = 2;
 
 /// The rule of one field of a request message, if it has one.
 fn rule(message: &str, field: &str) -> Option<Rule> {
@@ -48,6 +53,7 @@ fn rule(message: &str, field: &str) -> Option<Rule> {
         ("ListRequest", "prefix") => return None,
         ("WatchRequest", "prefix") => Rule::LockPrefix,
         (_, "name") => Rule::LockName,
+        ("AcquireAllRequest", "names") => Rule::NameSet,
         ("ListSessionsRequest", _) => return None,
         (_, "sessionId") => Rule::Range(1, u64::MAX),
         (_, "requestId") => Rule::Id { optional: false },
@@ -74,7 +80,7 @@ fn rule(message: &str, field: &str) -> Option<Rule> {
 /// Whether a request must set the field: its unset value is refused.
 fn required(message: &str, field: &str) -> bool {
     match rule(message, field) {
-        Some(Rule::LockName | Rule::Id { optional: false }) => true,
+        Some(Rule::LockName | Rule::NameSet | Rule::Id { optional: false }) => true,
         Some(Rule::Range(lo, _)) => lo > 0,
         _ => (message, field) == ("DefineLimitRequest", "limit"),
     }
@@ -259,7 +265,7 @@ impl Api {
             // JSON Schema counts characters, the server bytes of UTF-8: the
             // field's comment says so.
             Type::String => match rule {
-                Some(Rule::LockName) => json!({
+                Some(Rule::LockName | Rule::NameSet) => json!({
                     "type": "string", "minLength": 1,
                     "maxLength": raftlock_proto::limits::MAX_NAME_LEN, "pattern": NO_CONTROLS,
                 }),
@@ -307,6 +313,12 @@ impl Api {
                 schema.insert("items".into(), item);
                 if let Some(Rule::Items(n)) = rule {
                     schema.insert("maxItems".into(), n.into());
+                }
+                if let Some(Rule::NameSet) = rule {
+                    schema.insert("minItems".into(), MIN_SET.into());
+                    let most = raftlock_proto::limits::MAX_LOCKS_PER_SET;
+                    schema.insert("maxItems".into(), most.into());
+                    schema.insert("uniqueItems".into(), true.into());
                 }
             }
             let mut field_path = path.clone();

@@ -365,4 +365,14 @@ impl LockApi for LockService {
             call(&self.locks, &caller, req.into_inner()).await?,
         ))
     }
+
+    async fn acquire_all(
+        &self,
+        req: Request<AcquireAllRequest>,
+    ) -> Result<Response<AcquireAllResponse>, Status> {
+        let caller = caller(&req)?;
+        Ok(Response::new(
+            call(&self.locks, &caller, req.into_inner()).await?,
+        ))
+    }
 }

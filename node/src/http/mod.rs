@@ -59,6 +59,7 @@ pub fn router(locks: Locks, auth: SharedAuth, max_body: usize) -> Router {
         .route("/v1/lock/force-release", post(force_release))
         .route("/v1/lock/resize", post(resize))
         .route("/v1/lock/cancel-wait", post(cancel_wait))
+        .route("/v1/lock/acquire-all", post(acquire_all))
         .route("/v1/ratelimit/take", post(take))
         .route("/v1/ratelimit/return", post(return_tokens))
         .route("/v1/ratelimit/define", post(define_limit))
@@ -214,6 +215,10 @@ async fn resize(State(api): State<Api>, c: Call<pb::ResizeRequest>) -> Answer {
 }
 
 async fn cancel_wait(State(api): State<Api>, c: Call<pb::CancelWaitRequest>) -> Answer {
+    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
+}
+
+async fn acquire_all(State(api): State<Api>, c: Call<pb::AcquireAllRequest>) -> Answer {
     Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 

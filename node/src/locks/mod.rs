@@ -22,6 +22,7 @@ pub mod waits;
 pub mod watch;
 
 pub use ops::acquire::{Acquire, Acquired, Sequence};
+pub use ops::acquire_all::{AcquireAll, AcquiredAll};
 pub use ops::campaign::Campaign;
 pub use ops::cancel_wait::{CancelWait, Cancelled};
 pub use ops::close_session::CloseSession;

@@ -31,6 +31,8 @@ use tracing::Instrument;
 pub enum Rights<'a> {
     /// `Access` on this lock, election or limit.
     On(Access, &'a str),
+    /// `Access` on each of these names.
+    Each(Access, &'a [String]),
     /// `Access` on some name at least (a session serves any of them).
     Any(Access),
     /// Owning the operation's session, nothing more: its locks were
@@ -42,6 +44,7 @@ impl Rights<'_> {
     fn check(self, caller: &Caller) -> Result<(), NodeError> {
         match self {
             Rights::On(access, name) => caller.check(access, name),
+            Rights::Each(access, names) => names.iter().try_for_each(|n| caller.check(access, n)),
             Rights::Any(access) => caller.check_any(access),
             Rights::Owner => Ok(()),
         }

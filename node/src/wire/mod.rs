@@ -60,6 +60,34 @@ impl Call for pb::AcquireRequest {
     }
 }
 
+impl Call for pb::AcquireAllRequest {
+    type Op = crate::locks::AcquireAll;
+    type Response = pb::AcquireAllResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        Ok(crate::locks::AcquireAll {
+            session: self.session_id,
+            names: self.names,
+            request_id: request_id(&self.request_id)?,
+            wait: self.wait_timeout_ms.map(std::time::Duration::from_millis),
+            metadata: self.metadata,
+        })
+    }
+    fn response(out: crate::locks::AcquiredAll) -> pb::AcquireAllResponse {
+        match out {
+            crate::locks::AcquiredAll::Granted(grants) => pb::AcquireAllResponse {
+                acquired: true,
+                grants: grants.iter().map(grant).collect(),
+                holders: vec![],
+            },
+            crate::locks::AcquiredAll::Busy(holders) => pb::AcquireAllResponse {
+                acquired: false,
+                grants: vec![],
+                holders: holders.iter().map(grant).collect(),
+            },
+        }
+    }
+}
+
 impl Call for pb::ReleaseRequest {
     type Op = crate::locks::Release;
     type Response = pb::ReleaseResponse;

@@ -1,7 +1,8 @@
-//! The API as clients use it: exactly-once requests, the Rust client, pipelining, typed error reasons, the examples, the Python, TypeScript and Go clients, and the HTTP API against its OpenAPI document.
+//! The API as clients use it: sets of locks taken together, exactly-once requests, the Rust client, pipelining, typed error reasons, the examples, the Python, TypeScript and Go clients, and the HTTP API against its OpenAPI document.
 //!
 //! One test binary per area; each module is one topic.
 
+mod acquire_all;
 mod cancel;
 mod client;
 mod exactly_once;

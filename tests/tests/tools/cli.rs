@@ -135,6 +135,51 @@ async fn wait_child(mut process: CliProcess, within: Duration) -> std::process::
 }
 
 #[tokio::test]
+async fn lock_with_several_names_holds_them_all_together_while_the_command_runs() {
+    let cluster = Cluster::start(3).await;
+    let env_file = cluster.dir().join("env");
+    let script = format!(
+        "printf '%s\\n%s\\n' \"$RAFTLOCK_TOKEN\" \"$RAFTLOCK_LOCK\" > {}; sleep 1",
+        env_file.display()
+    );
+    let child = spawn_lock(&cluster, &["set/b", "set/a", "--", "sh", "-c", &script]);
+    let client = cluster.client().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !env_file.exists() {
+        assert!(std::time::Instant::now() < deadline, "the command never ran");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let env = std::fs::read_to_string(&env_file).unwrap();
+    let mut lines = env.lines();
+    let token: u64 = lines.next().unwrap().parse().unwrap();
+    assert_eq!(lines.collect::<Vec<_>>(), ["set/a", "set/b"], "{env}");
+    for name in ["set/a", "set/b"] {
+        let d = client.describe(name).await.unwrap();
+        assert_eq!(
+            d.holders.iter().map(|h| h.token).collect::<Vec<_>>(),
+            [token],
+            "{name} while the command runs"
+        );
+    }
+    let out = wait_child(child, Duration::from_secs(10)).await;
+    assert!(out.status.success(), "{out:?}");
+    for name in ["set/a", "set/b"] {
+        assert!(client.describe(name).await.unwrap().holders.is_empty());
+    }
+    // Options that take one lock are refused with several.
+    let refused = raftlock(&cluster)
+        .args(["lock", "--shared", "x", "y", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("exclusively"),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test]
 async fn concurrent_lock_loops_never_interleave_and_tokens_grow() {
     let cluster = Cluster::start(3).await;
     let file = cluster.dir().join("shared.log");

@@ -1,4 +1,5 @@
-//! `raftlock lock NAME -- CMD ARGS...`: hold a lock while a command runs.
+//! `raftlock lock NAME... -- CMD ARGS...`: hold a lock (or several, taken
+//! together in one log entry) while a command runs.
 //! The command gets the fencing token in `RAFTLOCK_TOKEN`; it runs in a
 //! process group of its own. If keep-alives stop being acknowledged, the
 //! group gets SIGTERM `--kill-after` before the client's local deadline and
@@ -16,8 +17,11 @@ use tokio::time::Instant;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Lock name.
-    name: String,
+    /// Lock name; several names take every one of those locks together
+    /// (exclusively, in one log entry, or none), so commands that need
+    /// overlapping sets never deadlock.
+    #[arg(required = true, num_args = 1..)]
+    names: Vec<String>,
     /// Session TTL: how long the cluster keeps the lock after this process
     /// stops renewing it (crash, partition).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
@@ -59,11 +63,15 @@ pub struct Args {
 pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     let kill_after = a.kill_after.unwrap_or_else(|| default_kill_after(a.ttl));
     check_kill_after(a.ttl, kill_after)?;
+    if a.names.len() > 1 {
+        return run_set(cli, a, kill_after).await;
+    }
+    let name = &a.names[0];
     let client = connect(cli).await?;
     let session = client
         .session_named(a.ttl, &super::client_name(cli, "lock", &a.command))
         .await?;
-    let mut builder = session.lock(&a.name);
+    let mut builder = session.lock(name);
     if a.shared {
         builder = builder.shared();
     }
@@ -87,19 +95,19 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
     let guard = match acquired {
         Ok(Some(g)) => g,
         Ok(None) => {
-            eprintln!("raftlock: {} is held by someone else", a.name);
+            eprintln!("raftlock: {name} is held by someone else");
             session.close().await.ok();
             return Ok(EXIT_NOT_ACQUIRED);
         }
         Err(Error::WaitTimedOut(_)) => {
-            eprintln!("raftlock: {} not acquired within {:?}", a.name, a.timeout);
+            eprintln!("raftlock: {name} not acquired within {:?}", a.timeout);
             session.close().await.ok();
             return Ok(EXIT_NOT_ACQUIRED);
         }
         Err(e) => return Err(e.into()),
     };
     let env = [
-        ("RAFTLOCK_LOCK", a.name.clone()),
+        ("RAFTLOCK_LOCK", name.clone()),
         ("RAFTLOCK_TOKEN", guard.token().to_string()),
         ("RAFTLOCK_SESSION", session.id().to_string()),
     ];
@@ -120,7 +128,64 @@ pub async fn run(cli: &Cli, a: &Args) -> anyhow::Result<i32> {
             Ok(code)
         }
         Outcome::Lost(reason) => {
-            eprintln!("raftlock: lock {} lost ({reason}); command stopped", a.name);
+            eprintln!("raftlock: lock {name} lost ({reason}); command stopped");
+            Ok(EXIT_LOST)
+        }
+    }
+}
+
+/// Several locks, taken together; the command sees their names one per
+/// line in `RAFTLOCK_LOCK` (a name never holds a newline) and their one
+/// token in `RAFTLOCK_TOKEN`.
+async fn run_set(cli: &Cli, a: &Args, kill_after: Duration) -> anyhow::Result<i32> {
+    anyhow::ensure!(
+        !a.shared && a.permits.is_none() && a.count.is_none(),
+        "several locks are taken exclusively: --shared, --permits and --count take one lock"
+    );
+    anyhow::ensure!(
+        a.max_hold.is_none() && a.lock_delay.is_none(),
+        "--max-hold and --lock-delay take one lock"
+    );
+    let client = connect(cli).await?;
+    let session = client
+        .session_named(a.ttl, &super::client_name(cli, "lock", &a.command))
+        .await?;
+    let builder = session.lock_all(a.names.iter().cloned());
+    let acquired = if a.timeout.is_zero() {
+        builder.try_acquire().await
+    } else {
+        builder.timeout(a.timeout).acquire().await.map(Some)
+    };
+    let names = a.names.join(", ");
+    let set = match acquired {
+        Ok(Some(set)) => set,
+        Ok(None) => {
+            eprintln!("raftlock: one of {names} is held by someone else");
+            session.close().await.ok();
+            return Ok(EXIT_NOT_ACQUIRED);
+        }
+        Err(Error::WaitTimedOut(_)) => {
+            eprintln!("raftlock: {names} not acquired within {:?}", a.timeout);
+            session.close().await.ok();
+            return Ok(EXIT_NOT_ACQUIRED);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let token = set.tokens().first().map_or(0, |(_, t)| *t);
+    let held: Vec<&str> = set.tokens().iter().map(|(n, _)| *n).collect();
+    let env = [
+        ("RAFTLOCK_LOCK", held.join("\n")),
+        ("RAFTLOCK_TOKEN", token.to_string()),
+        ("RAFTLOCK_SESSION", session.id().to_string()),
+    ];
+    match supervise(&a.command, &env, kill_after, set.lost(), &session, None).await? {
+        Outcome::Exited(code) => {
+            set.release().await.ok();
+            session.close().await.ok();
+            Ok(code)
+        }
+        Outcome::Lost(reason) => {
+            eprintln!("raftlock: locks {names} lost ({reason}); command stopped");
             Ok(EXIT_LOST)
         }
     }

@@ -24,6 +24,7 @@ use raftlock_client::Client;
     export RAFTLOCK_ENDPOINTS=127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002\n  \
     raftlock status\n  \
     raftlock lock --ttl 10s --timeout 1m jobs/nightly -- ./nightly-report.sh\n  \
+    raftlock lock accounts/17 accounts/42 -- ./transfer.sh 17 42\n  \
     raftlock elect scheduler \"$(hostname)\" -- ./run-scheduler\n  \
     raftlock leader scheduler --output json\n  \
     raftlock describe jobs/nightly --output json\n  \

@@ -252,7 +252,11 @@ impl Acquire {
                         request_id: self.request_id,
                     };
                     return match withdraw.run(locks, caller).await? {
-                        Withdrawn::Granted(g) => Ok(Acquired::Granted(g)),
+                        Withdrawn::Granted(grants) => grants
+                            .into_iter()
+                            .find(|g| g.name == self.name)
+                            .map(Acquired::Granted)
+                            .ok_or(NodeError::WaitTimedOut(self.name.clone())),
                         Withdrawn::Removed | Withdrawn::NotWaiting => self
                             .recheck(locks)
                             .map(Acquired::Granted)

@@ -88,21 +88,27 @@ impl Operation for CancelWait {
         match withdraw.run(cx.locks, cx.caller).await? {
             Withdrawn::Removed => Ok(Cancelled::Removed),
             Withdrawn::NotWaiting => Ok(Cancelled::NotWaiting),
-            Withdrawn::Granted(g) => {
-                let release = Release {
-                    session: self.session,
-                    name: self.name,
-                    token: g.token,
-                };
-                match cx.locks.run_checked(cx.caller, release).await {
-                    Ok(_)
-                    // Gone meanwhile (its session ended, an operator took
-                    // it): released all the same.
-                    | Err(NodeError::Lease(
-                        LeaseError::SessionNotFound(_) | LeaseError::NotHolder { .. },
-                    )) => Ok(Cancelled::Released(g.token)),
-                    Err(e) => Err(e),
+            // Every grant of the acquisition: a lock set's, or the one.
+            Withdrawn::Granted(grants) => {
+                let mut token = 0;
+                for g in grants {
+                    token = g.token;
+                    let release = Release {
+                        session: self.session,
+                        name: g.name,
+                        token: g.token,
+                    };
+                    match cx.locks.run_checked(cx.caller, release).await {
+                        Ok(_)
+                        // Gone meanwhile (its session ended, an operator
+                        // took it): released all the same.
+                        | Err(NodeError::Lease(
+                            LeaseError::SessionNotFound(_) | LeaseError::NotHolder { .. },
+                        )) => {}
+                        Err(e) => return Err(e),
+                    }
                 }
+                Ok(Cancelled::Released(token))
             }
         }
     }
@@ -129,8 +135,8 @@ pub(in crate::locks) struct Withdraw {
 pub(in crate::locks) enum Withdrawn {
     /// It was waiting, and no longer is.
     Removed,
-    /// It had been granted.
-    Granted(Grant),
+    /// It had been granted: its grant, or every grant of its lock set.
+    Granted(Vec<Grant>),
     /// It was neither waiting nor holding.
     NotWaiting,
 }
@@ -189,7 +195,8 @@ impl Operation for Withdraw {
     ) -> Result<Withdrawn, NodeError> {
         match reply {
             Some((_, Reply::WaitCancelled)) => Ok(Withdrawn::Removed),
-            Some((_, Reply::Acquired(g))) => Ok(Withdrawn::Granted(g)),
+            Some((_, Reply::Acquired(g))) => Ok(Withdrawn::Granted(vec![g])),
+            Some((_, Reply::AcquiredAll(grants))) => Ok(Withdrawn::Granted(grants)),
             other => Err(unexpected(proposed(other)?.1)),
         }
     }

@@ -4,6 +4,7 @@
 //! share (see `pipeline.rs`).
 
 pub mod acquire;
+pub mod acquire_all;
 pub mod campaign;
 pub mod cancel_wait;
 pub mod close_session;

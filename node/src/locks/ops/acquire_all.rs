@@ -1,0 +1,291 @@
+//! Acquire several locks together: one log entry grants them all, or none
+//! (`raft-store`'s `acquire_all.rs` says how a set waits). The call
+//! registers a wait for each lock of the set before proposing, as a single
+//! acquire does, and answers when the entry that grants the set, or ends
+//! its wait, is applied.
+
+use super::super::pipeline::{proposed, Context, Operation, Rights};
+use super::super::waits::{Registration, WaitResult};
+use super::super::{unexpected, Locks};
+use super::cancel_wait::{AbandonGuard, Withdraw, Withdrawn};
+use crate::auth::{Access, Caller};
+use crate::error::NodeError;
+use crate::limits::Limits;
+use raftlock_store::machine::{
+    validate, Command, FencingToken, Grant, LeaseError, Reply, RequestId, SessionId, WaitEnd,
+};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Acquire every lock of a set exclusively, together or not at all.
+#[derive(Clone, Debug)]
+pub struct AcquireAll {
+    /// The acquiring session.
+    pub session: SessionId,
+    /// Lock names; put in ascending order, without repeats, before anything
+    /// else looks at them.
+    pub names: Vec<String>,
+    /// The client's id for this acquisition: a retry with the same id is
+    /// the same acquisition.
+    pub request_id: RequestId,
+    /// How long to wait in the queues; `None` answers at once.
+    pub wait: Option<Duration>,
+    /// Stored with each grant.
+    pub metadata: Vec<u8>,
+}
+
+/// The result of an [`AcquireAll`].
+#[derive(Clone, Debug)]
+pub enum AcquiredAll {
+    /// Every lock held, one grant each, in name order.
+    Granted(Vec<Grant>),
+    /// A try found these holders on the first lock that was not free.
+    Busy(Vec<Grant>),
+}
+
+/// A waiting set between its proposal and its answer.
+pub struct Pending {
+    registrations: Vec<Registration>,
+    started: Instant,
+}
+
+impl Operation for AcquireAll {
+    type Output = AcquiredAll;
+    type Pending = Pending;
+    const NAME: &'static str = "lock.acquire_all";
+    const GROWS: bool = true;
+
+    fn name(&self) -> Option<&str> {
+        self.names.first().map(String::as_str)
+    }
+
+    fn session(&self) -> Option<SessionId> {
+        Some(self.session)
+    }
+
+    fn rights(&self) -> Rights<'_> {
+        Rights::Each(Access::Lock, &self.names)
+    }
+
+    fn validate(&mut self, limits: &Limits) -> Result<(), NodeError> {
+        self.names.sort_unstable();
+        self.names.dedup();
+        validate::lock_set(&self.names)?;
+        validate::metadata("metadata", &self.metadata)?;
+        // A set's grants have no hold cap: a lock the operator caps is
+        // taken on its own, where the cap applies.
+        for name in &self.names {
+            if limits.hold_cap(name, 0)? != 0 {
+                return Err(NodeError::InvalidArgument(format!(
+                    "lock {name:?} has a hold cap on this cluster, which AcquireAll does not \
+                     apply: acquire it on its own"
+                )));
+            }
+        }
+        if let Some(w) = self.wait {
+            limits.check_wait(w.as_millis() as u64)?;
+        }
+        Ok(())
+    }
+
+    /// The operator's limits on locks per session and waiters per lock, as
+    /// for a single acquire; a retry the session already holds or waits
+    /// with passes.
+    fn admit(&self, cx: Context<'_>) -> Result<(), NodeError> {
+        let node = cx.locks.node();
+        let state = node.state().read();
+        let Some(s) = state.machine.session(self.session) else {
+            return Ok(());
+        };
+        let new = self
+            .names
+            .iter()
+            .filter(|n| !s.held.contains_key(*n) && !s.waiting.contains_key(*n))
+            .count();
+        if new == 0 {
+            return Ok(());
+        }
+        let limits = node.limits();
+        if s.held.len() + s.waiting.len() + new > limits.max_locks_per_session {
+            return Err(NodeError::Lease(LeaseError::TooManyLocks {
+                session: self.session,
+                max: limits.max_locks_per_session,
+            }));
+        }
+        if self.wait.is_some() {
+            for name in &self.names {
+                if let Some(lock) = state.machine.lock(name) {
+                    if lock.waiters.len() >= limits.max_waiters_per_lock {
+                        return Err(NodeError::Lease(LeaseError::TooManyWaiters {
+                            name: name.clone(),
+                            max: limits.max_waiters_per_lock,
+                        }));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn command(&self, cx: Context<'_>) -> Result<(Option<Command>, Pending), NodeError> {
+        let registrations = match self.wait {
+            Some(_) => self
+                .names
+                .iter()
+                .map(|n| cx.locks.waits.register(self.session, n, self.request_id))
+                .collect(),
+            None => Vec::new(),
+        };
+        let cmd = Command::AcquireAll {
+            session: self.session,
+            names: self.names.clone(),
+            request_id: self.request_id,
+            wait_ms: self.wait.map(|d| d.as_millis() as u64),
+            metadata: self.metadata.clone(),
+        };
+        let pending = Pending {
+            registrations,
+            started: Instant::now(),
+        };
+        Ok((Some(cmd), pending))
+    }
+
+    async fn answer(
+        self,
+        cx: Context<'_>,
+        pending: Pending,
+        reply: Option<(u64, Reply)>,
+    ) -> Result<AcquiredAll, NodeError> {
+        match proposed(reply)? {
+            (_, Reply::AcquiredAll(grants)) => return Ok(AcquiredAll::Granted(grants)),
+            (_, Reply::Busy { holders }) => return Ok(AcquiredAll::Busy(holders)),
+            (_, Reply::Queued { position }) => {
+                metrics::histogram!("raftlock_lock_queue_position").record(position as f64);
+                tracing::debug!(position, "set queued");
+            }
+            (_, other) => return Err(unexpected(other)),
+        }
+        if pending.registrations.is_empty() {
+            return Err(unexpected(Reply::Queued { position: 0 }));
+        }
+        // Dropped with this future if the caller goes away mid-wait; a
+        // cancel of one lock of a set cancels (or releases) the set.
+        let guard = AbandonGuard::new(cx.locks, self.session, &self.names[0], self.request_id);
+        let waited = self
+            .wait_in_queues(cx.locks, cx.caller, pending.registrations, pending.started)
+            .await;
+        guard.disarm();
+        if let Ok(AcquiredAll::Granted(_)) = &waited {
+            metrics::histogram!("raftlock_wait_seconds")
+                .record(pending.started.elapsed().as_secs_f64());
+        }
+        waited
+    }
+
+    fn token(out: &AcquiredAll) -> Option<FencingToken> {
+        match out {
+            AcquiredAll::Granted(grants) => grants.first().map(|g| g.token),
+            AcquiredAll::Busy(_) => None,
+        }
+    }
+}
+
+impl AcquireAll {
+    /// Waits for the entry that grants or ends this queued set. The set is
+    /// granted in one entry, so every registration resolves from it.
+    async fn wait_in_queues(
+        &self,
+        locks: &Locks,
+        caller: &Caller,
+        registrations: Vec<Registration>,
+        started: Instant,
+    ) -> Result<AcquiredAll, NodeError> {
+        let node = locks.node();
+        let deadline = started + self.wait.unwrap_or_default();
+        let mut grants = Vec::with_capacity(registrations.len());
+        for mut registration in registrations {
+            let woke = tokio::select! {
+                r = &mut registration.rx => r.unwrap_or(WaitResult::Recheck),
+                _ = node.lost_quorum() => return Err(node.cut_off_error()),
+                _ = tokio::time::sleep_until(deadline) => {
+                    let withdraw = Withdraw {
+                        session: self.session,
+                        name: self.names[0].clone(),
+                        request_id: self.request_id,
+                    };
+                    return match withdraw.run(locks, caller).await? {
+                        Withdrawn::Granted(grants) => Ok(AcquiredAll::Granted(grants)),
+                        Withdrawn::Removed | Withdrawn::NotWaiting => self
+                            .recheck(locks)
+                            .map(AcquiredAll::Granted)
+                            .ok_or(NodeError::WaitTimedOut(self.names[0].clone())),
+                    };
+                }
+            };
+            match woke {
+                WaitResult::Granted(g) => grants.push(g),
+                WaitResult::Ended(WaitEnd::Cancelled) if Instant::now() < deadline => {
+                    return Err(LeaseError::WaitCancelled {
+                        request_id: self.request_id,
+                    }
+                    .into())
+                }
+                WaitResult::Ended(WaitEnd::Cancelled) => {
+                    return Err(NodeError::WaitTimedOut(self.names[0].clone()))
+                }
+                WaitResult::Ended(WaitEnd::SessionEnded) => {
+                    return Err(LeaseError::SessionNotFound(self.session).into())
+                }
+                // The state was replaced by a snapshot: read it. Still
+                // waiting means waiting again, from the start.
+                WaitResult::Recheck => return self.rewait(locks, caller, started).await,
+            }
+        }
+        Ok(AcquiredAll::Granted(grants))
+    }
+
+    /// Registers again after a snapshot replaced the state, and waits.
+    async fn rewait(
+        &self,
+        locks: &Locks,
+        caller: &Caller,
+        started: Instant,
+    ) -> Result<AcquiredAll, NodeError> {
+        let registrations: Vec<_> = self
+            .names
+            .iter()
+            .map(|n| locks.waits.register(self.session, n, self.request_id))
+            .collect();
+        if let Some(grants) = self.recheck(locks) {
+            return Ok(AcquiredAll::Granted(grants));
+        }
+        let still_waiting = {
+            let state = locks.node().state().read();
+            state.machine.session(self.session).is_some_and(|s| {
+                self.names
+                    .iter()
+                    .all(|n| s.waiting.get(n) == Some(&self.request_id))
+            })
+        };
+        if !still_waiting {
+            return Err(NodeError::WaitTimedOut(self.names[0].clone()));
+        }
+        Box::pin(self.wait_in_queues(locks, caller, registrations, started)).await
+    }
+
+    /// The set's grants if the session holds all of them now.
+    fn recheck(&self, locks: &Locks) -> Option<Vec<Grant>> {
+        let state = locks.node().state().read();
+        self.names
+            .iter()
+            .map(|n| {
+                state
+                    .machine
+                    .describe(n)
+                    .holders
+                    .into_iter()
+                    .find(|h| h.session == self.session && h.request_id == self.request_id)
+            })
+            .collect()
+    }
+}
