@@ -444,3 +444,47 @@ async def test_a_scope_whose_lock_outlives_it_ends_normally(cluster: Cluster) ->
             async with session.lock("scope/b", timeout=5, cancel_on_lost=True) as g2:
                 await g2.release()
                 await asyncio.sleep(0.05)
+
+
+async def test_a_lock_set_is_granted_whole_and_a_cancelled_set_leaves_every_queue(
+    cluster: Cluster,
+) -> None:
+    async with raftlock.Client(cluster.endpoints) as client:
+        a, b, c = [await client.session(ttl=30) for _ in range(3)]
+
+        async def who(name: str) -> tuple[list[int], list[int]]:
+            d = await client.describe(name)
+            return [h.session_id for h in d.holders], [w.session_id for w in d.waiters]
+
+        async def until(name: str, want: tuple[list[int], list[int]], within: float) -> None:
+            start = time.monotonic()
+            while await who(name) != want:
+                assert time.monotonic() - start < within, f"{name}: {await who(name)}, expected {want}"
+                await asyncio.sleep(0.02)
+
+        both = await a.lock_all(["set/y", "set/x"], timeout=5)
+        assert list(both.tokens) == ["set/x", "set/y"]
+        assert len(set(both.tokens.values())) == 1, both.tokens
+        # A try that shares a lock takes none of its locks.
+        assert await b.try_lock_all(["set/y", "set/z"]) is None
+        assert await who("set/z") == ([], [])
+
+        # b waits for {y, z} and gives up: it leaves both queues.
+        async def take(s: raftlock.Session, names: list[str]) -> raftlock.LockSet:
+            return await s.lock_all(names, timeout=60)
+
+        gave_up = asyncio.create_task(asyncio.wait_for(take(b, ["set/z", "set/y"]), 1.0))
+        await until("set/z", ([], [b.id]), 10)
+        with pytest.raises(asyncio.TimeoutError):
+            await gave_up
+        await until("set/z", ([], []), 1.0)
+        await until("set/y", ([a.id], []), 1.0)
+
+        # c waits for {x, z}; when a releases, c holds both, with one token.
+        later = asyncio.create_task(take(c, ["set/z", "set/x"]))
+        await until("set/z", ([], [c.id]), 10)
+        await both.release()
+        async with await asyncio.wait_for(later, 10) as got:
+            assert got.valid and list(got.tokens) == ["set/x", "set/z"]
+            assert min(got.tokens.values()) > max(both.tokens.values())
+        assert await who("set/x") == ([], [])

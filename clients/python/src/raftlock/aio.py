@@ -923,6 +923,40 @@ class Session:
         req = LockRequest(self, name, None, shared, permits, metadata, count, max_hold, lock_delay)
         return await req._acquire(wait=False)
 
+    def lock_all(
+        self,
+        names: Sequence[str],
+        *,
+        timeout: Optional[float] = 3600.0,
+        metadata: bytes = b"",
+        cancel_on_lost: bool = False,
+    ) -> "LockSetRequest":
+        """Several locks, taken exclusively and together: the cluster grants
+        every one of ``names`` (2 to 64, any order, repeats count once) in
+        one log entry, or none. A set that must wait queues on all of its
+        locks at once, so callers that need overlapping sets never deadlock,
+        whatever order each names them in. Await it for a :class:`LockSet`,
+        or use it as an async context manager (``cancel_on_lost`` as for
+        :meth:`lock`); cancelling the waiting task cancels the wait on the
+        cluster::
+
+            async with session.lock_all(["accounts/17", "accounts/42"]) as both:
+                await transfer(both.tokens)
+        """
+        return LockSetRequest(self, names, timeout, metadata, cancel_on_lost)
+
+    async def try_lock_all(self, names: Sequence[str], *, metadata: bytes = b"") -> Optional["LockSet"]:
+        """Takes every lock of ``names`` together if all are free now (and
+        nobody queues for any); ``None`` otherwise.
+
+        Example::
+
+            both = await session.try_lock_all(["a", "b"])
+            if both is not None:
+                await both.release()
+        """
+        return await LockSetRequest(self, names, None, metadata, False)._acquire(wait=False)
+
     async def campaign(
         self, election: str, value: bytes = b"", timeout: Optional[float] = 3600.0
     ) -> "Leadership":
@@ -1146,6 +1180,141 @@ class LockRequest:
         if not r.acquired:
             return None
         return Guard(s, Grant._from(r.grant), sent)
+
+
+class LockSetRequest:
+    """What :meth:`Session.lock_all` returns: await it, or use it as an
+    async context manager."""
+
+    def __init__(
+        self,
+        session: Session,
+        names: Sequence[str],
+        timeout: Optional[float],
+        metadata: bytes,
+        cancel_on_lost: bool,
+    ) -> None:
+        self.session = session
+        self.names = sorted(set(names))
+        self.timeout = timeout
+        self.metadata = metadata
+        self.cancel_on_lost = cancel_on_lost
+        self._set: Optional[LockSet] = None
+        self._scope: Optional[_LostScope] = None
+
+    def __await__(self) -> Generator[Any, None, "LockSet"]:
+        return self._acquire_or_raise().__await__()
+
+    async def __aenter__(self) -> "LockSet":
+        self._set = await self._acquire_or_raise()
+        task = asyncio.current_task()
+        if self.cancel_on_lost and task is not None:
+            self._scope = _LostScope(self._set.guards[0], task)
+        return self._set
+
+    async def __aexit__(
+        self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException], tb: object
+    ) -> None:
+        scope, self._scope = self._scope, None
+        lost = scope.close() if scope is not None else None
+        if self._set is not None:
+            await self._set.release()
+        if lost is not None and exc_type is not None and issubclass(exc_type, asyncio.CancelledError):
+            task = asyncio.current_task()
+            uncancel = getattr(task, "uncancel", None)  # Python 3.11+
+            if uncancel is not None:
+                uncancel()
+            raise LockLost(
+                f"locks {self.names!r} were lost while their block ran: {lost}", lost.reason, lost.code
+            ) from lost
+
+    async def _acquire_or_raise(self) -> "LockSet":
+        got = await self._acquire(wait=True)
+        if got is None:
+            raise LockTimeout(f"timed out waiting for locks {self.names!r}")
+        return got
+
+    async def _acquire(self, wait: bool) -> Optional["LockSet"]:
+        if not wait:
+            return await self._attempt(None)
+        end = None if self.timeout is None else time.monotonic() + self.timeout
+        while True:
+            now = time.monotonic()
+            this_end = now + MAX_WAIT if end is None else min(end, now + MAX_WAIT)
+            got = await self._attempt(this_end)
+            if got is not None or (end is not None and time.monotonic() >= end - 0.001):
+                return got
+
+    async def _attempt(self, end: Optional[float]) -> Optional["LockSet"]:
+        s = self.session
+        s.check()
+        request_id = uuid.uuid4().bytes
+        try:
+
+            async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.AcquireAllResponse:
+                left = None if end is None else max(0.0, end - time.monotonic())
+                req = pb.AcquireAllRequest(
+                    session_id=s.id,
+                    names=self.names,
+                    request_id=request_id,
+                    wait_timeout_ms=None if left is None else int(left * 1000),
+                    metadata=self.metadata,
+                )
+                r: pb.AcquireAllResponse = await _stub(rpc.LockStub, ch).AcquireAll(
+                    req, timeout=s.client.attempt_timeout + (left or 0.0), metadata=md
+                )
+                return r
+
+            extra = 0.0 if end is None else max(0.0, end - time.monotonic())
+            r = await s.client._call(call, extra_timeout=extra)
+        except LockTimeout:
+            return None
+        except asyncio.CancelledError:
+            # A cancel naming one lock of the set cancels (or releases) it all.
+            if end is not None and self.names:
+                s._cancel_wait_soon(self.names[0], request_id)
+            raise
+        except SessionGone:
+            s._end(SessionGone(f"session {s.id} is gone"))
+            raise
+        if not r.acquired:
+            return None
+        return LockSet([Guard(s, Grant._from(g)) for g in r.grants])
+
+
+class LockSet:
+    """Locks held together: one :class:`Guard` per lock, in name order, all
+    with the same fencing token (one log entry granted them). They share a
+    session, so they are lost together; each is released on its own, or all
+    by :meth:`release`."""
+
+    def __init__(self, guards: list["Guard"]) -> None:
+        self.guards = guards
+
+    @property
+    def tokens(self) -> dict[str, int]:
+        """Each lock's fencing token, by name."""
+        return {g.name: g.token for g in self.guards}
+
+    @property
+    def valid(self) -> bool:
+        """Whether every lock of the set is still this holder's to act on."""
+        return all(g.valid for g in self.guards)
+
+    async def lost(self) -> RaftlockError:
+        """Waits until the set can no longer be counted on; returns why."""
+        return await self.guards[0].lost()
+
+    async def release(self) -> None:
+        """Releases every lock of the set (each its own release)."""
+        for g in self.guards:
+            await g.release()
+
+    async def __aenter__(self) -> "LockSet":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.release()
 
 
 class _LostScope:

@@ -310,6 +310,22 @@ class Session:
         )
         return Guard(self, g) if g is not None else None
 
+    def lock_all(
+        self, names: Sequence[str], *, timeout: Optional[float] = 3600.0, metadata: bytes = b""
+    ) -> list["Guard"]:
+        """Waits for every lock of ``names``, granted together in one log
+        entry (see :meth:`raftlock.aio.Session.lock_all`); a guard per lock,
+        in name order, each released on its own.
+
+        Example::
+
+            for g in session.lock_all(["accounts/17", "accounts/42"], timeout=5):
+                print(g.name, g.token)
+        """
+        req = self._inner.lock_all(names, timeout=timeout, metadata=metadata)
+        got = self._client._loop.run(req._acquire_or_raise())
+        return [Guard(self, g) for g in got.guards]
+
     def campaign(self, election: str, value: bytes = b"", timeout: Optional[float] = 3600.0) -> "Leadership":
         """Waits to lead ``election``."""
         return Leadership(self, self._client._loop.run(self._inner.campaign(election, value, timeout)))

@@ -24,6 +24,30 @@ ROLE_LEARNER: Role
 ROLE_SHUTDOWN: Role
 ROLE_UNSPECIFIED: Role
 
+class AcquireAllRequest(_message.Message):
+    __slots__ = ["metadata", "names", "request_id", "session_id", "wait_timeout_ms"]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    WAIT_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    metadata: bytes
+    names: _containers.RepeatedScalarFieldContainer[str]
+    request_id: bytes
+    session_id: int
+    wait_timeout_ms: int
+    def __init__(self, session_id: _Optional[int] = ..., names: _Optional[_Iterable[str]] = ..., request_id: _Optional[bytes] = ..., wait_timeout_ms: _Optional[int] = ..., metadata: _Optional[bytes] = ...) -> None: ...
+
+class AcquireAllResponse(_message.Message):
+    __slots__ = ["acquired", "grants", "holders"]
+    ACQUIRED_FIELD_NUMBER: _ClassVar[int]
+    GRANTS_FIELD_NUMBER: _ClassVar[int]
+    HOLDERS_FIELD_NUMBER: _ClassVar[int]
+    acquired: bool
+    grants: _containers.RepeatedCompositeFieldContainer[Grant]
+    holders: _containers.RepeatedCompositeFieldContainer[Grant]
+    def __init__(self, acquired: bool = ..., grants: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ..., holders: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ...) -> None: ...
+
 class AcquireRequest(_message.Message):
     __slots__ = ["acked_below", "count", "in_flight", "lock_delay_ms", "max_hold_ms", "metadata", "mode", "name", "permits", "request_id", "seq", "session_id", "wait_timeout_ms"]
     ACKED_BELOW_FIELD_NUMBER: _ClassVar[int]

@@ -261,6 +261,11 @@ class LockStub(object):
                 request_serializer=raftlock_dot_v1_dot_raftlock__pb2.CancelWaitRequest.SerializeToString,
                 response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.CancelWaitResponse.FromString,
                 )
+        self.AcquireAll = channel.unary_unary(
+                '/raftlock.v1.Lock/AcquireAll',
+                request_serializer=raftlock_dot_v1_dot_raftlock__pb2.AcquireAllRequest.SerializeToString,
+                response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.AcquireAllResponse.FromString,
+                )
 
 
 class LockServicer(object):
@@ -374,6 +379,22 @@ class LockServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AcquireAll(self, request, context):
+        """Acquires several locks exclusively, together: one log entry grants
+        them all, or none is granted (each its own grant, all with that
+        entry's index as fencing token). One that must wait waits in the
+        queue of every lock of the set, entered at once, and is granted when
+        it is at the front of all of them and all are free, so two sets that
+        share locks never deadlock, whatever order their names are given in.
+        Retrying with the same request id returns the same grants. CancelWait
+        with any name of the set cancels (or, if the set won the race,
+        releases) the whole set; each grant is released on its own, with
+        Release. Needs the `lock` right on every name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LockServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -426,6 +447,11 @@ def add_LockServicer_to_server(servicer, server):
                     servicer.CancelWait,
                     request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.CancelWaitRequest.FromString,
                     response_serializer=raftlock_dot_v1_dot_raftlock__pb2.CancelWaitResponse.SerializeToString,
+            ),
+            'AcquireAll': grpc.unary_unary_rpc_method_handler(
+                    servicer.AcquireAll,
+                    request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.AcquireAllRequest.FromString,
+                    response_serializer=raftlock_dot_v1_dot_raftlock__pb2.AcquireAllResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -610,6 +636,23 @@ class Lock(object):
         return grpc.experimental.unary_unary(request, target, '/raftlock.v1.Lock/CancelWait',
             raftlock_dot_v1_dot_raftlock__pb2.CancelWaitRequest.SerializeToString,
             raftlock_dot_v1_dot_raftlock__pb2.CancelWaitResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def AcquireAll(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/raftlock.v1.Lock/AcquireAll',
+            raftlock_dot_v1_dot_raftlock__pb2.AcquireAllRequest.SerializeToString,
+            raftlock_dot_v1_dot_raftlock__pb2.AcquireAllResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
