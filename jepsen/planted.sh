@@ -35,6 +35,8 @@ runs=(
   "one-permit-each     semaphore none     1 2"
   # A rate limit that lets twice its burst through.
   "rate-double-burst   ratelimit none     1 2 3"
+  # One lock of a waiting set granted before the rest of the set.
+  "set-grants-early    multilock none     1 2"
   # A damaged log read as a torn tail: the disk nemesis damages a durable
   # batch of a majority's logs in its first round under odd seeds; the
   # damaged nodes start on shortened logs and elect a leader that lost

@@ -83,6 +83,11 @@ pub enum F {
     /// Spend one token of a reserved block, at this moment (invoke and ok
     /// at once): what the client acted on.
     Spend,
+    /// Acquire every lock of `value` = `{"locks": [names]}` together
+    /// (AcquireAll); `lock` is the names joined by commas. The `ok` adds
+    /// `"tokens"`, one per lock in the same order, and `token` is the
+    /// first; each lock is then released on its own (`release`).
+    AcquireAll,
 }
 
 /// One record of the history.

@@ -260,6 +260,7 @@ async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
                     (workload::Kind::Election, nemesis::Kind::Partition, t),
                     (workload::Kind::Semaphore, nemesis::Kind::Membership, t),
                     (workload::Kind::RateLimit, nemesis::Kind::Kill, t),
+                    (workload::Kind::MultiLock, nemesis::Kind::Pause, t),
                 ]
             } else {
                 anyhow::bail!("say --short or --long");

@@ -99,6 +99,19 @@ pub trait Session: Send + Sync {
     ) -> Result<Option<u64>, OpError>;
     /// Releases the grant `token` of `name`.
     async fn release(&self, name: &str, token: u64) -> Result<(), OpError>;
+    /// Acquires every lock of `names` exclusively and together, waiting up
+    /// to `wait`: each lock's token, in the order of `names`; `Ok(None)` =
+    /// not granted in time.
+    async fn acquire_all(
+        &self,
+        names: &[String],
+        wait: Duration,
+    ) -> Result<Option<Vec<u64>>, OpError> {
+        let _ = (names, wait);
+        Err(OpError::Fail(
+            "this backend takes one lock at a time".into(),
+        ))
+    }
     /// Campaigns in election `name`; `Ok(None)` = not elected in time.
     async fn campaign(
         &self,
@@ -274,6 +287,31 @@ impl Session for RealSession {
                 let token = g.token();
                 self.guards.lock().insert((name.to_owned(), token), g);
                 Ok(Some(token))
+            }
+            Err(Error::WaitTimedOut(_)) => Ok(None),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn acquire_all(
+        &self,
+        names: &[String],
+        wait: Duration,
+    ) -> Result<Option<Vec<u64>>, OpError> {
+        match self.session.lock_all(names).timeout(wait).acquire().await {
+            Ok(set) => {
+                let mut guards = self.guards.lock();
+                let mut tokens = std::collections::HashMap::new();
+                for g in set.into_guards() {
+                    tokens.insert(g.name().to_owned(), g.token());
+                    guards.insert((g.name().to_owned(), g.token()), g);
+                }
+                Ok(Some(
+                    names
+                        .iter()
+                        .map(|n| tokens.get(n).copied().unwrap_or(0))
+                        .collect(),
+                ))
             }
             Err(Error::WaitTimedOut(_)) => Ok(None),
             Err(e) => Err(classify(e)),

@@ -285,6 +285,20 @@ pub(crate) fn check(history: &[Op], holds: &Holds) -> CheckResult {
     }
     let mut by_lock: BTreeMap<&str, Vec<Entry>> = BTreeMap::new();
     for p in &ps {
+        if p.invoke.f == F::AcquireAll {
+            // Each lock of a granted set is acquired by it, at its times.
+            if let Some(done) = p.done.filter(|d| d.kind == Type::Ok) {
+                for (lock, token) in super::multilock::set_grants(done) {
+                    by_lock.entry(lock).or_default().push(Entry {
+                        op: Kind::AcquireOk(token),
+                        call: p.invoke.time_ns,
+                        ret: Some(done.time_ns),
+                        ops: vec![p.invoke.clone(), done.clone()],
+                    });
+                }
+            }
+            continue;
+        }
         let (acq, rel) = match p.invoke.f {
             F::Acquire | F::Release => (F::Acquire, F::Release),
             F::Campaign | F::Resign => (F::Campaign, F::Resign),

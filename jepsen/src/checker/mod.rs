@@ -15,6 +15,9 @@ mod availability;
 mod counts;
 mod disk;
 mod linearizable;
+mod multilock;
+
+use multilock::set_grants;
 
 use crate::history::{FaultWindow, Op, Type, F};
 use serde::Serialize;
@@ -52,7 +55,7 @@ fn coverage(history: &[Op], min_ok: usize) -> CheckResult {
         .iter()
         .filter(|o| o.kind == Type::Ok)
         .filter(|o| match o.f {
-            F::Acquire | F::Campaign | F::SemAcquire | F::Spend => true,
+            F::Acquire | F::Campaign | F::SemAcquire | F::Spend | F::AcquireAll => true,
             F::Take => admitted(o),
             _ => false,
         })
@@ -169,6 +172,7 @@ fn checks(history: &[Op], min_ok_ops: usize, clock_rate_error: f64) -> Vec<Check
         counts::ratelimit(history, clock_rate_error),
         lease(history, &holds),
         durability(history),
+        multilock::check(history, &holds),
     ]
 }
 
@@ -250,7 +254,7 @@ pub(crate) struct Holds(pub(crate) Vec<Hold>);
 
 fn releases(f: F) -> Option<F> {
     match f {
-        F::Acquire => Some(F::Release),
+        F::Acquire | F::AcquireAll => Some(F::Release),
         F::Campaign => Some(F::Resign),
         F::SemAcquire => Some(F::SemRelease),
         _ => None,
@@ -276,82 +280,100 @@ impl From<&[Op]> for Holds {
                 let Some(done) = p.done.filter(|d| d.kind == Type::Ok) else {
                     continue;
                 };
-                let Some(token) = done.token else { continue };
-                let mut hold = Hold {
-                    f: p.invoke.f,
-                    lock: p.invoke.lock.clone(),
-                    token,
-                    session: p.invoke.session,
-                    permits: p
-                        .invoke
-                        .value
-                        .as_ref()
-                        .and_then(|v| v.get("permits"))
-                        .and_then(|v| v.as_u64()),
-                    count: p
-                        .invoke
-                        .value
-                        .as_ref()
-                        .and_then(|v| v.get("count"))
-                        .and_then(|v| v.as_u64())
-                        .unwrap_or(1),
-                    acquire: (p.invoke.clone(), done.clone()),
-                    start: done.time_ns,
-                    end: end_of_history,
-                    lease_deadline: None,
-                    ended_by: None,
-                    release: None,
-                    release_done: None,
-                    closed_at: None,
-                    last_act: None,
-                };
-                // Later ops of the same process on this grant: writes and
-                // proclaims carry lease deadlines; the release ends it.
-                for &j in &idxs[k + 1..] {
-                    let q = ps[j];
-                    if q.invoke.f == F::Close {
-                        // The process gave the session up: it stopped
-                        // acting, and the cluster may release from here.
-                        hold.end = q.invoke.time_ns;
-                        hold.ended_by = Some(q.invoke.clone());
-                        hold.closed_at = Some(q.invoke.time_ns);
-                        break;
+                // A set's grants are holds of each of its locks, each
+                // released on its own.
+                let set = set_grants(done);
+                let grants: Vec<(&str, u64, F)> = if p.invoke.f == F::AcquireAll {
+                    set.iter().map(|&(l, t)| (l, t, F::Acquire)).collect()
+                } else {
+                    match done.token {
+                        Some(t) => vec![(p.invoke.lock.as_str(), t, p.invoke.f)],
+                        None => continue,
                     }
-                    if q.invoke.f == F::Lost {
-                        // The library gave the whole session up: its last
-                        // deadline bounds this hold too.
+                };
+                for (lock, token, f) in grants {
+                    let mut hold = Hold {
+                        f,
+                        lock: lock.to_owned(),
+                        token,
+                        session: p.invoke.session,
+                        permits: p
+                            .invoke
+                            .value
+                            .as_ref()
+                            .and_then(|v| v.get("permits"))
+                            .and_then(|v| v.as_u64()),
+                        count: p
+                            .invoke
+                            .value
+                            .as_ref()
+                            .and_then(|v| v.get("count"))
+                            .and_then(|v| v.as_u64())
+                            .unwrap_or(1),
+                        acquire: (p.invoke.clone(), done.clone()),
+                        start: done.time_ns,
+                        end: end_of_history,
+                        lease_deadline: None,
+                        ended_by: None,
+                        release: None,
+                        release_done: None,
+                        closed_at: None,
+                        last_act: None,
+                    };
+                    // Later ops of the same process on this grant: writes and
+                    // proclaims carry lease deadlines; the release ends it.
+                    for &j in &idxs[k + 1..] {
+                        let q = ps[j];
+                        if q.invoke.f == F::Close {
+                            // The process gave the session up: it stopped
+                            // acting, and the cluster may release from here.
+                            hold.end = q.invoke.time_ns;
+                            hold.ended_by = Some(q.invoke.clone());
+                            hold.closed_at = Some(q.invoke.time_ns);
+                            break;
+                        }
+                        if q.invoke.f == F::Lost {
+                            // The library gave the whole session up: its last
+                            // deadline bounds this hold too.
+                            if let Some(v) = q.invoke.valid_until_ns {
+                                hold.lease_deadline = Some(v);
+                            }
+                            continue;
+                        }
+                        let other_of_set = q.invoke.f == F::Release
+                            && q.invoke.lock != hold.lock
+                            && set.iter().any(|(l, _)| *l == q.invoke.lock);
+                        if other_of_set {
+                            continue;
+                        }
+                        if q.invoke.lock != hold.lock || q.invoke.token != Some(token) {
+                            break;
+                        }
                         if let Some(v) = q.invoke.valid_until_ns {
+                            // The latest op knows the latest deadline: keep-alives
+                            // moved it forward since the earlier ones.
                             hold.lease_deadline = Some(v);
                         }
-                        continue;
+                        if q.invoke.f == F::Act && q.kind() == Type::Ok {
+                            hold.last_act = Some(q.invoke.time_ns);
+                        }
+                        if q.invoke.f == release_f {
+                            hold.end = q.invoke.time_ns;
+                            hold.ended_by = Some(q.invoke.clone());
+                            hold.release = Some(q.kind());
+                            hold.release_done = q.done.map(|d| d.time_ns);
+                            break;
+                        }
                     }
-                    if q.invoke.lock != hold.lock || q.invoke.token != Some(token) {
-                        break;
+                    if let Some(d) = hold.lease_deadline {
+                        hold.end = hold.end.min(d.max(hold.start));
                     }
-                    if let Some(v) = q.invoke.valid_until_ns {
-                        // The latest op knows the latest deadline: keep-alives
-                        // moved it forward since the earlier ones.
-                        hold.lease_deadline = Some(v);
+                    if let Some(a) = hold.last_act {
+                        // It acted then, whatever its deadline said.
+                        hold.end = hold.end.max(a);
                     }
-                    if q.invoke.f == F::Act && q.kind() == Type::Ok {
-                        hold.last_act = Some(q.invoke.time_ns);
-                    }
-                    if q.invoke.f == release_f {
-                        hold.end = q.invoke.time_ns;
-                        hold.ended_by = Some(q.invoke.clone());
-                        hold.release = Some(q.kind());
-                        hold.release_done = q.done.map(|d| d.time_ns);
-                        break;
-                    }
+                    holds.push(hold);
                 }
-                if let Some(d) = hold.lease_deadline {
-                    hold.end = hold.end.min(d.max(hold.start));
-                }
-                if let Some(a) = hold.last_act {
-                    // It acted then, whatever its deadline said.
-                    hold.end = hold.end.max(a);
-                }
-                holds.push(hold);
             }
         }
         holds.sort_by_key(|h| (h.start, h.token));

@@ -38,16 +38,22 @@ pub enum Kind {
     #[value(name = "ratelimit")]
     #[serde(rename = "ratelimit")]
     RateLimit,
+    /// Sets of two or three of four locks acquired together (AcquireAll),
+    /// held a short random time, released one by one.
+    #[value(name = "multilock")]
+    #[serde(rename = "multilock")]
+    MultiLock,
 }
 
 impl Kind {
     /// Every workload.
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::Mutex,
         Kind::Fenced,
         Kind::Election,
         Kind::Semaphore,
         Kind::RateLimit,
+        Kind::MultiLock,
     ];
 
     /// The names this workload uses.
@@ -58,6 +64,7 @@ impl Kind {
             Kind::Election => (0..2).map(|i| format!("election/{i}")).collect(),
             Kind::Semaphore => vec!["semaphore/0".into()],
             Kind::RateLimit => vec!["ratelimit/0".into()],
+            Kind::MultiLock => (0..4).map(|i| format!("multi/{i}")).collect(),
         }
     }
 }
@@ -404,6 +411,10 @@ impl Worker {
             self.rate_step(&name).await;
             return;
         }
+        if self.kind == Kind::MultiLock {
+            self.multi_step(names, hold).await;
+            return;
+        }
         if self.kind == Kind::Semaphore && self.rng.gen_bool(0.05) {
             self.resize(&name).await;
             return;
@@ -501,6 +512,57 @@ impl Worker {
                 }
             };
             retire = timed(&rec, r, fut, |_, _| Type::Ok).await.1;
+        }
+        if retire {
+            self.retire().await;
+        }
+    }
+
+    /// Acquires two or three of `names` together, holds them for `hold`
+    /// and releases them one by one, each with its own token.
+    async fn multi_step(&mut self, mut names: Vec<String>, hold: Duration) {
+        use rand::seq::SliceRandom;
+        names.shuffle(&mut self.rng);
+        names.truncate(self.rng.gen_range(2..=3));
+        let rec = self.rec.clone();
+        if self.session().await.is_none() {
+            return;
+        }
+        let Some(s) = self.session.as_deref() else {
+            return;
+        };
+        let sid = s.id();
+        let mut spec = self.spec(F::AcquireAll, &names.join(","), sid);
+        spec.value = Some(json!({ "locks": names }));
+        let set_granted = |tokens: &Option<Vec<u64>>, spec: &mut OpSpec| match tokens {
+            Some(t) => {
+                spec.token = t.first().copied();
+                spec.value = Some(json!({ "locks": names, "tokens": t }));
+                Type::Ok
+            }
+            None => Type::Info,
+        };
+        let (res, retire) = timed(&rec, spec, s.acquire_all(&names, TTL * 3), set_granted).await;
+        if retire {
+            self.retire().await;
+            return;
+        }
+        let Some(Some(tokens)) = res else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            return;
+        };
+        tokio::time::sleep(hold).await;
+        let mut retire = false;
+        for (name, token) in names.iter().zip(tokens) {
+            let mut r = self.spec(F::Release, name, sid);
+            r.token = Some(token);
+            r.valid_until = Some(s.lease_deadline());
+            retire |= timed(&rec, r, s.release(name, token), |_, _| Type::Ok)
+                .await
+                .1;
+            if retire {
+                break;
+            }
         }
         if retire {
             self.retire().await;
