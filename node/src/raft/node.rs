@@ -124,6 +124,16 @@ impl Node {
         self.raft.metrics()
     }
 
+    /// This node's role, vote and leader, changing only when they do (not
+    /// with every entry, as [`Node::metrics`] does).
+    pub fn server_metrics(
+        &self,
+    ) -> tokio::sync::watch::Receiver<
+        openraft::metrics::RaftServerMetrics<NodeId, raftlock_store::NodeInfo>,
+    > {
+        self.raft.server_metrics()
+    }
+
     /// The current term.
     pub fn term(&self) -> u64 {
         self.raft.metrics().borrow().current_term

@@ -25,7 +25,7 @@
 mod deadlines;
 
 use crate::raft::node::{Node, NodeError};
-use deadlines::{Deadlines, Refused};
+use deadlines::{of_session, Deadlines, Refused};
 use openraft::ServerState;
 use parking_lot::Mutex;
 use raftlock_store::machine::{Command, Event, FencingToken, Reply, RequestId, SessionId};
@@ -159,7 +159,7 @@ impl LeaseDriver {
             }
             for s in state.machine.sessions() {
                 let ttl = Duration::from_millis(s.ttl_ms);
-                d.sessions.entry(s.id).or_insert((now + ttl, ttl));
+                d.sessions.insert_if_absent(s.id, (now + ttl, ttl));
             }
             return;
         }
@@ -244,7 +244,7 @@ impl LeaseDriver {
                 Ok(Reply::SessionCreated { session, ttl_ms }),
             ) => {
                 let ttl = Duration::from_millis(*ttl_ms);
-                d.sessions.entry(*session).or_insert((now + ttl, ttl));
+                d.sessions.insert_if_absent(*session, (now + ttl, ttl));
             }
             (
                 Command::Acquire {
@@ -256,9 +256,29 @@ impl LeaseDriver {
                 },
                 Ok(Reply::Queued { .. }),
             ) => {
-                d.waits
-                    .entry((*session, name.clone()))
-                    .or_insert((now + Duration::from_millis(*ms), *request_id));
+                d.waits.insert_if_absent(
+                    (*session, name.clone()),
+                    (now + Duration::from_millis(*ms), *request_id),
+                );
+            }
+            // A waiting set waits on each of its locks; a cancel of any one
+            // ends the set.
+            (
+                Command::AcquireAll {
+                    session,
+                    names,
+                    request_id,
+                    wait_ms: Some(ms),
+                    ..
+                },
+                Ok(Reply::Queued { .. }),
+            ) => {
+                for name in names {
+                    d.waits.insert_if_absent(
+                        (*session, name.clone()),
+                        (now + Duration::from_millis(*ms), *request_id),
+                    );
+                }
             }
             _ => {}
         }
@@ -266,8 +286,8 @@ impl LeaseDriver {
             match e {
                 Event::SessionEnded { session, .. } => {
                     d.sessions.remove(session);
-                    d.waits.retain(|(s, _), _| s != session);
-                    d.holds.retain(|(s, _), _| s != session);
+                    d.waits.remove_range(of_session(*session));
+                    d.holds.remove_range(of_session(*session));
                 }
                 Event::Granted(g) => {
                     d.waits.remove(&(g.session, g.name.clone()));
@@ -287,8 +307,8 @@ impl LeaseDriver {
                     // The machine names the delay by this index from now
                     // on, as long as the longer of the two.
                     let end = now + Duration::from_millis(*delay_ms);
-                    let at = d.delays.entry(name.clone()).or_insert((end, *index));
-                    *at = (at.0.max(end), *index);
+                    let end = d.delays.get(name).map_or(end, |(e, _)| (*e).max(end));
+                    d.delays.insert(name.clone(), (end, *index));
                 }
                 Event::LockDelayEnded { name } => {
                     d.delays.remove(name);
@@ -298,31 +318,54 @@ impl LeaseDriver {
         }
     }
 
+    /// This node leads in `term` from now: every deadline afresh, from
+    /// the applied state.
+    fn promote(&self, term: u64) {
+        info!(
+            node = self.node.id(),
+            term, "became leader: every session gets a full TTL from now"
+        );
+        self.rebuild(Some(term));
+    }
+
+    /// This node no longer leads: it keeps no deadlines.
+    fn demote(&self) {
+        self.rebuild(None);
+    }
+
     /// Runs until the Raft stops.
     pub async fn run(self: Arc<Self>) {
-        let mut metrics = self.node.metrics();
+        let metrics = self.node.metrics();
+        let mut server = self.node.server_metrics();
         let mut last_tick = Instant::now();
         let mut ticker = tokio::time::interval(TICK);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            ticker.tick().await;
-            let m = metrics.borrow_and_update().clone();
-            if m.running_state.is_err() {
+            tokio::select! {
+                _ = ticker.tick() => {}
+                // Told at once when this node gains or loses leadership,
+                // rather than at its next tick.
+                changed = server.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+            }
+            if metrics.borrow().running_state.is_err() {
                 return;
             }
-            let leading = (m.state == ServerState::Leader).then_some(m.current_term);
+            let leading = {
+                let s = server.borrow_and_update();
+                (s.state == ServerState::Leader).then_some(s.vote.leader_id().get_term())
+            };
             let now = Instant::now();
             let stalled = now.duration_since(last_tick) > TICK + STALL;
             last_tick = now;
             if leading != self.lock().term {
-                if leading.is_some() {
-                    info!(
-                        node = self.node.id(),
-                        term = m.current_term,
-                        "became leader: every session gets a full TTL from now"
-                    );
+                match leading {
+                    Some(term) => self.promote(term),
+                    None => self.demote(),
                 }
-                self.rebuild(leading);
                 continue;
             }
             if leading.is_none() {
@@ -333,10 +376,9 @@ impl LeaseDriver {
                     node = self.node.id(),
                     "lease driver was stalled: extending every lease by a full TTL"
                 );
-                let mut d = self.lock();
-                for (deadline, ttl) in d.sessions.values_mut() {
-                    *deadline = (*deadline).max(now + *ttl);
-                }
+                self.lock()
+                    .sessions
+                    .update_all(|deadline, ttl| *deadline = (*deadline).max(now + *ttl));
                 continue;
             }
             self.expire_sessions(now).await;
@@ -351,9 +393,8 @@ impl LeaseDriver {
         let due: Vec<((SessionId, String), FencingToken)> = {
             let d = self.lock();
             d.holds
-                .iter()
-                .filter(|(_, (deadline, _))| *deadline <= now)
-                .map(|(k, (_, token))| (k.clone(), *token))
+                .due(now)
+                .map(|(k, token)| (k.clone(), *token))
                 .collect()
         };
         for ((session, name), token) in due {
@@ -383,9 +424,8 @@ impl LeaseDriver {
         let due: Vec<(String, u64)> = {
             let d = self.lock();
             d.delays
-                .iter()
-                .filter(|(_, (end, _))| *end <= now)
-                .map(|(name, (_, started))| (name.clone(), *started))
+                .due(now)
+                .map(|(name, started)| (name.clone(), *started))
                 .collect()
         };
         for (name, started) in due {
@@ -413,10 +453,7 @@ impl LeaseDriver {
     }
 
     async fn expire_sessions(&self, now: Instant) {
-        let due = {
-            let d = self.lock();
-            d.sessions.values().any(|(deadline, _)| *deadline <= now)
-        };
+        let due = self.lock().sessions.any_due(now);
         if !due {
             return;
         }
@@ -432,11 +469,7 @@ impl LeaseDriver {
         }
         let mut ids: Vec<SessionId> = {
             let d = self.lock();
-            d.sessions
-                .iter()
-                .filter(|(_, (deadline, _))| *deadline <= round)
-                .map(|(id, _)| *id)
-                .collect()
+            d.sessions.due(round).map(|(id, _)| *id).collect()
         };
         if ids.is_empty() {
             return;
@@ -463,13 +496,14 @@ impl LeaseDriver {
     async fn cancel_waits(&self, now: Instant) {
         let due: Vec<((SessionId, String), RequestId)> = {
             let d = self.lock();
-            d.waits
-                .iter()
-                .filter(|(_, (deadline, _))| *deadline <= now)
-                .map(|(k, (_, r))| (k.clone(), *r))
-                .collect()
+            d.waits.due(now).map(|(k, r)| (k.clone(), *r)).collect()
         };
         for ((session, name), request_id) in due {
+            // Ended meanwhile: by the cancel of another lock of its set,
+            // or by its grant.
+            if self.lock().waits.get(&(session, name.clone())).is_none() {
+                continue;
+            }
             let res = self
                 .node
                 .propose(Command::CancelWait {
