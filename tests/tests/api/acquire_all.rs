@@ -32,7 +32,10 @@ async fn until(node: &str, name: &str, check: impl Fn(&(Vec<u64>, Vec<u64>)) -> 
         if check(&now) {
             return;
         }
-        assert!(Instant::now() < give_up, "{name}: holders and waiters {now:?}");
+        assert!(
+            Instant::now() < give_up,
+            "{name}: holders and waiters {now:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -136,7 +139,10 @@ async fn a_dropped_set_acquire_leaves_every_queue() {
     let dropped = Instant::now();
     until(&leader, "drop/a", |now| now == &(vec![], vec![])).await;
     until(&leader, "drop/b", |(_, w)| w.is_empty()).await;
-    eprintln!("set gone from both queues {:?} after the drop", dropped.elapsed());
+    eprintln!(
+        "set gone from both queues {:?} after the drop",
+        dropped.elapsed()
+    );
     held.release().await.unwrap();
     assert_eq!(who(&leader, "drop/b").await, (vec![], vec![]));
 }

@@ -146,7 +146,10 @@ async fn lock_with_several_names_holds_them_all_together_while_the_command_runs(
     let client = cluster.client().await;
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !env_file.exists() {
-        assert!(std::time::Instant::now() < deadline, "the command never ran");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never ran"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(100)).await;

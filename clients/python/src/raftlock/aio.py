@@ -1044,6 +1044,21 @@ class Session:
         return Leadership(self, election, r.leader.token)
 
 
+async def _in_turns(
+    attempt: Callable[[float], Awaitable[Optional[T]]], timeout: Optional[float]
+) -> Optional[T]:
+    """Runs ``attempt(end)`` until it gets something or ``timeout`` seconds
+    pass (``None``: as long as it takes). The server bounds one wait, so a
+    longer one is waited in turns of at most ``MAX_WAIT``."""
+    end = None if timeout is None else time.monotonic() + timeout
+    while True:
+        now = time.monotonic()
+        this_end = now + MAX_WAIT if end is None else min(end, now + MAX_WAIT)
+        got = await attempt(this_end)
+        if got is not None or (end is not None and time.monotonic() >= end - 0.001):
+            return got
+
+
 class LockRequest:
     """What :meth:`Session.lock` returns: await it, or use it as an async
     context manager."""
@@ -1113,14 +1128,7 @@ class LockRequest:
     async def _acquire(self, wait: bool) -> Optional["Guard"]:
         if not wait:
             return await self._attempt(None)
-        end = None if self.timeout is None else time.monotonic() + self.timeout
-        while True:
-            # The server bounds one wait; a longer one is waited in turns.
-            now = time.monotonic()
-            this_end = now + MAX_WAIT if end is None else min(end, now + MAX_WAIT)
-            g = await self._attempt(this_end)
-            if g is not None or (end is not None and time.monotonic() >= end - 0.001):
-                return g
+        return await _in_turns(self._attempt, self.timeout)
 
     async def _attempt(self, end: Optional[float]) -> Optional["Guard"]:
         """One acquisition (numbered once, retried as one): a try-lock when
@@ -1237,13 +1245,7 @@ class LockSetRequest:
     async def _acquire(self, wait: bool) -> Optional["LockSet"]:
         if not wait:
             return await self._attempt(None)
-        end = None if self.timeout is None else time.monotonic() + self.timeout
-        while True:
-            now = time.monotonic()
-            this_end = now + MAX_WAIT if end is None else min(end, now + MAX_WAIT)
-            got = await self._attempt(this_end)
-            if got is not None or (end is not None and time.monotonic() >= end - 0.001):
-                return got
+        return await _in_turns(self._attempt, self.timeout)
 
     async def _attempt(self, end: Optional[float]) -> Optional["LockSet"]:
         s = self.session

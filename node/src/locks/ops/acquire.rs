@@ -5,13 +5,12 @@
 use super::super::pipeline::{proposed, Context, Operation, Rights};
 use super::super::waits::{Registration, WaitResult};
 use super::super::{unexpected, Locks};
-use super::cancel_wait::{AbandonGuard, Withdraw, Withdrawn};
+use super::cancel_wait::{guarded, queued, wait_ended, Withdraw, Withdrawn};
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
 use crate::limits::Limits;
 use raftlock_store::machine::{
     validate, Command, FencingToken, Grant, LeaseError, Mode, Reply, RequestId, SessionId, Terms,
-    WaitEnd,
 };
 use std::time::Duration;
 use tokio::time::Instant;
@@ -192,27 +191,17 @@ impl Operation for Acquire {
         match proposed(reply)? {
             (_, Reply::Acquired(g)) => return Ok(Acquired::Granted(g)),
             (_, Reply::Busy { holders }) => return Ok(Acquired::Busy(holders)),
-            (_, Reply::Queued { position }) => {
-                metrics::histogram!("raftlock_lock_queue_position").record(position as f64);
-                tracing::debug!(position, "queued");
-            }
+            (_, Reply::Queued { position }) => queued(position),
             (_, other) => return Err(unexpected(other)),
         }
         let Some(registration) = pending.registration else {
             // The state machine queues only a call that asked to wait.
             return Err(unexpected(Reply::Queued { position: 0 }));
         };
-        // Dropped with this future if the caller goes away mid-wait.
-        let guard = AbandonGuard::new(cx.locks, self.session, &self.name, self.request_id);
-        let waited = self
-            .wait_in_queue(cx.locks, cx.caller, registration, pending.started)
-            .await;
-        guard.disarm();
-        if let Ok(Acquired::Granted(_)) = &waited {
-            metrics::histogram!("raftlock_wait_seconds")
-                .record(pending.started.elapsed().as_secs_f64());
-        }
-        waited
+        let wait = self.wait_in_queue(cx.locks, cx.caller, registration, pending.started);
+        let call = (self.session, self.name.as_str(), self.request_id);
+        let granted = |a: &Acquired| matches!(a, Acquired::Granted(_));
+        guarded(cx.locks, call, pending.started, granted, wait).await
     }
 
     fn token(out: &Acquired) -> Option<FencingToken> {
@@ -266,18 +255,9 @@ impl Acquire {
             };
             match woke {
                 WaitResult::Granted(g) => return Ok(Acquired::Granted(g)),
-                // Before its deadline, only a CancelWait ends a wait.
-                WaitResult::Ended(WaitEnd::Cancelled) if Instant::now() < deadline => {
-                    return Err(LeaseError::WaitCancelled {
-                        request_id: self.request_id,
-                    }
-                    .into())
-                }
-                WaitResult::Ended(WaitEnd::Cancelled) => {
-                    return Err(NodeError::WaitTimedOut(self.name.clone()))
-                }
-                WaitResult::Ended(WaitEnd::SessionEnded) => {
-                    return Err(LeaseError::SessionNotFound(self.session).into())
+                WaitResult::Ended(reason) => {
+                    let call = (self.session, self.name.as_str(), self.request_id);
+                    return Err(wait_ended(reason, deadline, call));
                 }
                 WaitResult::Recheck => {
                     registration = locks

@@ -7,12 +7,12 @@
 use super::super::pipeline::{proposed, Context, Operation, Rights};
 use super::super::waits::{Registration, WaitResult};
 use super::super::{unexpected, Locks};
-use super::cancel_wait::{AbandonGuard, Withdraw, Withdrawn};
+use super::cancel_wait::{guarded, queued, wait_ended, Withdraw, Withdrawn};
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
 use crate::limits::Limits;
 use raftlock_store::machine::{
-    validate, Command, FencingToken, Grant, LeaseError, Reply, RequestId, SessionId, WaitEnd,
+    validate, Command, FencingToken, Grant, LeaseError, Reply, RequestId, SessionId,
 };
 use std::time::Duration;
 use tokio::time::Instant;
@@ -159,27 +159,17 @@ impl Operation for AcquireAll {
         match proposed(reply)? {
             (_, Reply::AcquiredAll(grants)) => return Ok(AcquiredAll::Granted(grants)),
             (_, Reply::Busy { holders }) => return Ok(AcquiredAll::Busy(holders)),
-            (_, Reply::Queued { position }) => {
-                metrics::histogram!("raftlock_lock_queue_position").record(position as f64);
-                tracing::debug!(position, "set queued");
-            }
+            (_, Reply::Queued { position }) => queued(position),
             (_, other) => return Err(unexpected(other)),
         }
         if pending.registrations.is_empty() {
             return Err(unexpected(Reply::Queued { position: 0 }));
         }
-        // Dropped with this future if the caller goes away mid-wait; a
-        // cancel of one lock of a set cancels (or releases) the set.
-        let guard = AbandonGuard::new(cx.locks, self.session, &self.names[0], self.request_id);
-        let waited = self
-            .wait_in_queues(cx.locks, cx.caller, pending.registrations, pending.started)
-            .await;
-        guard.disarm();
-        if let Ok(AcquiredAll::Granted(_)) = &waited {
-            metrics::histogram!("raftlock_wait_seconds")
-                .record(pending.started.elapsed().as_secs_f64());
-        }
-        waited
+        // A cancel of one lock of a set cancels (or releases) the set.
+        let wait = self.wait_in_queues(cx.locks, cx.caller, pending.registrations, pending.started);
+        let call = (self.session, self.names[0].as_str(), self.request_id);
+        let granted = |a: &AcquiredAll| matches!(a, AcquiredAll::Granted(_));
+        guarded(cx.locks, call, pending.started, granted, wait).await
     }
 
     fn token(out: &AcquiredAll) -> Option<FencingToken> {
@@ -224,17 +214,9 @@ impl AcquireAll {
             };
             match woke {
                 WaitResult::Granted(g) => grants.push(g),
-                WaitResult::Ended(WaitEnd::Cancelled) if Instant::now() < deadline => {
-                    return Err(LeaseError::WaitCancelled {
-                        request_id: self.request_id,
-                    }
-                    .into())
-                }
-                WaitResult::Ended(WaitEnd::Cancelled) => {
-                    return Err(NodeError::WaitTimedOut(self.names[0].clone()))
-                }
-                WaitResult::Ended(WaitEnd::SessionEnded) => {
-                    return Err(LeaseError::SessionNotFound(self.session).into())
+                WaitResult::Ended(reason) => {
+                    let call = (self.session, self.names[0].as_str(), self.request_id);
+                    return Err(wait_ended(reason, deadline, call));
                 }
                 // The state was replaced by a snapshot: read it. Still
                 // waiting means waiting again, from the start.

@@ -14,7 +14,7 @@ use crate::auth::{Access, Caller};
 use crate::error::NodeError;
 use crate::limits::Limits;
 use raftlock_store::machine::{
-    validate, Command, FencingToken, Grant, LeaseError, Reply, RequestId, SessionId,
+    validate, Command, FencingToken, Grant, LeaseError, Reply, RequestId, SessionId, WaitEnd,
 };
 use std::time::Duration;
 
@@ -232,9 +232,53 @@ impl Locks {
     }
 }
 
+/// Notes a queued acquisition's place (a metric and a debug line).
+pub(in crate::locks) fn queued(position: usize) {
+    metrics::histogram!("raftlock_lock_queue_position").record(position as f64);
+    tracing::debug!(position, "queued");
+}
+
+/// Runs `wait`, the queue wait of acquisition `request_id` of `session`
+/// for `name` (for a lock set, any of its locks), so that if this future
+/// is dropped first, the wait is cancelled on the server; records how long
+/// a wait that ended `granted` took since `started`.
+pub(in crate::locks) async fn guarded<T>(
+    locks: &Locks,
+    (session, name, request_id): (SessionId, &str, RequestId),
+    started: tokio::time::Instant,
+    granted: impl Fn(&T) -> bool,
+    wait: impl std::future::Future<Output = Result<T, NodeError>>,
+) -> Result<T, NodeError> {
+    let guard = AbandonGuard::new(locks, session, name, request_id);
+    let waited = wait.await;
+    guard.disarm();
+    if waited.as_ref().is_ok_and(granted) {
+        metrics::histogram!("raftlock_wait_seconds").record(started.elapsed().as_secs_f64());
+    }
+    waited
+}
+
+/// What a queued call answers when its wait ended without a grant: a
+/// cancel before its `deadline` was asked for (`WAIT_CANCELLED`), one at or
+/// after it is the deadline's (the wait timed out), and the session's end
+/// leaves nothing to wait for.
+pub(in crate::locks) fn wait_ended(
+    reason: WaitEnd,
+    deadline: tokio::time::Instant,
+    (session, name, request_id): (SessionId, &str, RequestId),
+) -> NodeError {
+    match reason {
+        WaitEnd::Cancelled if tokio::time::Instant::now() < deadline => {
+            LeaseError::WaitCancelled { request_id }.into()
+        }
+        WaitEnd::Cancelled => NodeError::WaitTimedOut(name.to_owned()),
+        WaitEnd::SessionEnded => LeaseError::SessionNotFound(session).into(),
+    }
+}
+
 /// Held by a waiting call: if the call's future is dropped before the
 /// wait ends, the wait is cancelled on the server's own task.
-pub(in crate::locks) struct AbandonGuard {
+struct AbandonGuard {
     locks: Option<Locks>,
     session: SessionId,
     name: String,
@@ -242,12 +286,7 @@ pub(in crate::locks) struct AbandonGuard {
 }
 
 impl AbandonGuard {
-    pub(in crate::locks) fn new(
-        locks: &Locks,
-        session: SessionId,
-        name: &str,
-        request_id: RequestId,
-    ) -> Self {
+    fn new(locks: &Locks, session: SessionId, name: &str, request_id: RequestId) -> Self {
         AbandonGuard {
             locks: Some(locks.clone()),
             session,
@@ -257,7 +296,7 @@ impl AbandonGuard {
     }
 
     /// The wait ended with an answer for the caller: nothing to cancel.
-    pub(in crate::locks) fn disarm(mut self) {
+    fn disarm(mut self) {
         self.locks = None;
     }
 }
