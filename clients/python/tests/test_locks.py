@@ -473,12 +473,14 @@ async def test_a_lock_set_is_granted_whole_and_a_cancelled_set_leaves_every_queu
         async def take(s: raftlock.Session, names: list[str]) -> raftlock.LockSet:
             return await s.lock_all(names, timeout=60)
 
-        gave_up = asyncio.create_task(asyncio.wait_for(take(b, ["set/z", "set/y"]), 1.0))
+        # (It gives up after 3 s, long enough to be seen queued on a loaded
+        # machine; the set must leave both queues soon after.)
+        gave_up = asyncio.create_task(asyncio.wait_for(take(b, ["set/z", "set/y"]), 3.0))
         await until("set/z", ([], [b.id]), 10)
         with pytest.raises(asyncio.TimeoutError):
             await gave_up
-        await until("set/z", ([], []), 1.0)
-        await until("set/y", ([a.id], []), 1.0)
+        await until("set/z", ([], []), 2.0)
+        await until("set/y", ([a.id], []), 2.0)
 
         # c waits for {x, z}; when a releases, c holds both, with one token.
         later = asyncio.create_task(take(c, ["set/z", "set/x"]))
