@@ -39,7 +39,8 @@ echo "schemathesis against the leader at $leader, seed $seed (SCHEMATHESIS_SEED=
 # number, per proto3 JSON) make hypothesis discard many drafts of some
 # operations; that is a cost of generation, not a finding about the API.
 SCHEMATHESIS_HOOKS=tests.schemathesis.hooks PYTHONPATH="$root" \
-  "$venv/bin/schemathesis" run docs/openapi.json --url "http://$leader" \
+  "$venv/bin/schemathesis" --config-file tests/schemathesis/schemathesis.toml \
+  run docs/openapi.json --url "http://$leader" \
   --checks all --continue-on-failure --request-timeout 10 --no-color \
   --suppress-health-check filter_too_much \
   --seed "$seed" "${examples[@]}"
