@@ -1,6 +1,7 @@
 //! `raftlockd`: a raftlock server node, or (`raftlockd dev`) a local
 //! cluster of them for development.
 
+mod allocator;
 mod dev;
 mod disk;
 
@@ -259,13 +260,9 @@ async fn shutdown_signal() {
     }
 }
 
-// glibc's malloc spent almost half of a restart's replay of a million-lock
-// log in _int_malloc, malloc_consolidate and free (perf; the performance history in CHANGELOG.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    allocator::return_freed_memory_at_once();
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Dev(args)) => {
