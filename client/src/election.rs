@@ -99,6 +99,7 @@ impl Candidate {
             return Err(Error::SessionLost(self.session.id()));
         }
         let inner = &self.session.inner;
+        inner.giving_back.settled([self.name.as_str()]).await;
         let client = &inner.client;
         let opts = client.options().clone();
         // One id for every retry of this campaign: a retry finds the queue
@@ -108,7 +109,11 @@ impl Candidate {
         let started = Instant::now();
         let name = self.name.as_str();
         // Dropped with this future if the caller stops campaigning.
-        let cancel = crate::lock::CancelOnDrop::new(&self.session, name, &request_id);
+        let cancel = crate::lock::CancelOnDrop::new(
+            &self.session,
+            std::slice::from_ref(&self.name),
+            &request_id,
+        );
         let resp = client
             .inner
             .cluster
@@ -291,15 +296,13 @@ impl Drop for Leadership {
         if self.resigned.swap(true, Ordering::SeqCst) || !self.session.is_valid() {
             return;
         }
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let session = self.session.clone();
-            let grant = self.grant.clone();
-            rt.spawn(async move {
-                if let Err(e) = resign(&session, &grant).await {
-                    tracing::warn!(lock = %grant.name, token = grant.token, error = %e, "background resign failed");
-                }
-            });
-        }
+        let session = self.session.clone();
+        let grant = self.grant.clone();
+        crate::lock::give_back_soon(&self.session, vec![grant.name.clone()], async move {
+            if let Err(e) = resign(&session, &grant).await {
+                tracing::warn!(lock = %grant.name, token = grant.token, error = %e, "background resign failed");
+            }
+        });
     }
 }
 

@@ -183,6 +183,7 @@ impl LockBuilder {
         let session = self.session.clone();
         let inner = &session.inner;
         inner_valid(&session)?;
+        inner.giving_back.settled([self.name.as_str()]).await;
         // One id for every retry of this acquisition: a retry finds the
         // grant or the queue place the first attempt got.
         let request_id = uuid::Uuid::now_v7().as_bytes().to_vec();
@@ -193,7 +194,8 @@ impl LockBuilder {
         let deadline = opts.deadline + wait.unwrap_or_default();
         let name = self.name.clone();
         // Dropped with this future if the caller stops waiting.
-        let cancel = wait.map(|_| CancelOnDrop::new(&session, &name, &request_id));
+        let cancel =
+            wait.map(|_| CancelOnDrop::new(&session, std::slice::from_ref(&name), &request_id));
         let res = client
             .inner
             .cluster
@@ -255,6 +257,99 @@ impl LockBuilder {
     }
 }
 
+/// A session's locks being given back in the background, by name: the
+/// cancels of abandoned waits and the releases of dropped guards.
+///
+/// A grant can race the cancel of its wait, and a dropped guard's lock is
+/// held until its release lands: the lock is the session's meanwhile, and
+/// an acquisition of it by the same session sent then would be refused
+/// `ALREADY_HELD`, though the caller holds nothing it knows of (a retry
+/// after a timeout, a loop that drops its guard). So a session's
+/// acquisition first lets what it gives back of the same locks finish.
+#[derive(Default)]
+pub(crate) struct GivingBack {
+    names: parking_lot::Mutex<std::collections::HashMap<String, usize>>,
+    settled: tokio::sync::Notify,
+}
+
+impl GivingBack {
+    fn begin(&self, names: &[String]) {
+        let mut m = self.names.lock();
+        for n in names {
+            *m.entry(n.clone()).or_default() += 1;
+        }
+    }
+
+    fn end(&self, names: &[String]) {
+        {
+            let mut m = self.names.lock();
+            for n in names {
+                if let Some(c) = m.get_mut(n) {
+                    *c -= 1;
+                    if *c == 0 {
+                        m.remove(n);
+                    }
+                }
+            }
+        }
+        self.settled.notify_waiters();
+    }
+
+    /// Returns once nothing of `names` is being given back. Each cancel or
+    /// release ends within the client's deadline, answered or not.
+    pub(crate) async fn settled<'a>(&self, names: impl IntoIterator<Item = &'a str> + Clone) {
+        loop {
+            let notified = self.settled.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so an end in between wakes it.
+            notified.as_mut().enable();
+            let busy = {
+                let m = self.names.lock();
+                names.clone().into_iter().any(|n| m.contains_key(n))
+            };
+            if !busy {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Runs `work` (a cancel or release of `names`) in the background, where a
+/// later acquisition of the same locks by this session waits for it. Does
+/// nothing outside a tokio runtime.
+pub(crate) fn give_back_soon<F>(session: &Session, names: Vec<String>, work: F)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    // Registered now, before the caller can send its next acquisition.
+    session.inner.giving_back.begin(&names);
+    let done = GivenBack {
+        session: session.clone(),
+        names,
+    };
+    rt.spawn(async move {
+        let _done = done;
+        work.await;
+    });
+}
+
+/// Ends a registered cancel or release however its task ends (answered,
+/// failed, or dropped with the runtime).
+struct GivenBack {
+    session: Session,
+    names: Vec<String>,
+}
+
+impl Drop for GivenBack {
+    fn drop(&mut self) {
+        self.session.inner.giving_back.end(&self.names);
+    }
+}
+
 /// Held by a waiting acquisition (or campaign): if its future is dropped
 /// before the answer comes (a `select!` that took another branch, a
 /// timeout, a task aborted), the wait is cancelled on the cluster in the
@@ -263,15 +358,17 @@ impl LockBuilder {
 /// stream that other calls keep open.
 pub(crate) struct CancelOnDrop {
     session: Option<Session>,
-    name: String,
+    /// The locks the wait is for; the cancel names the first (a set's wait
+    /// is cancelled by any of its locks).
+    names: Vec<String>,
     request_id: Vec<u8>,
 }
 
 impl CancelOnDrop {
-    pub(crate) fn new(session: &Session, name: &str, request_id: &[u8]) -> Self {
+    pub(crate) fn new(session: &Session, names: &[String], request_id: &[u8]) -> Self {
         CancelOnDrop {
             session: Some(session.clone()),
-            name: name.to_owned(),
+            names: names.to_vec(),
             request_id: request_id.to_vec(),
         }
     }
@@ -291,16 +388,22 @@ impl Drop for CancelOnDrop {
         if !session.is_valid() {
             return;
         }
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let name = std::mem::take(&mut self.name);
-            let request_id = std::mem::take(&mut self.request_id);
-            rt.spawn(async move {
-                match cancel_wait(&session, &name, &request_id).await {
-                    Ok(r) => tracing::debug!(lock = %name, cancelled = r.cancelled, released = r.released, token = r.token, "abandoned wait cancelled"),
-                    Err(e) => tracing::warn!(lock = %name, error = %e, "cancelling an abandoned wait failed; the server ends it at its deadline"),
+        let names = std::mem::take(&mut self.names);
+        let Some(name) = names.first().cloned() else {
+            return;
+        };
+        let request_id = std::mem::take(&mut self.request_id);
+        let s = session.clone();
+        give_back_soon(&session, names, async move {
+            match cancel_wait(&s, &name, &request_id).await {
+                Ok(r) => {
+                    tracing::debug!(lock = %name, cancelled = r.cancelled, released = r.released, token = r.token, "abandoned wait cancelled")
                 }
-            });
-        }
+                Err(e) => {
+                    tracing::warn!(lock = %name, error = %e, "cancelling an abandoned wait failed; the server ends it at its deadline")
+                }
+            }
+        });
     }
 }
 
@@ -590,14 +693,12 @@ impl Drop for LockGuard {
         if self.released.swap(true, Ordering::SeqCst) || !self.session.is_valid() || capped_out {
             return;
         }
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let session = self.session.clone();
-            let grant = self.grant.clone();
-            rt.spawn(async move {
-                if let Err(e) = release(&session, &grant).await {
-                    tracing::warn!(lock = %grant.name, token = grant.token, error = %e, "background release failed");
-                }
-            });
-        }
+        let session = self.session.clone();
+        let grant = self.grant.clone();
+        give_back_soon(&self.session, vec![grant.name.clone()], async move {
+            if let Err(e) = release(&session, &grant).await {
+                tracing::warn!(lock = %grant.name, token = grant.token, error = %e, "background release failed");
+            }
+        });
     }
 }

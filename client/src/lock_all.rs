@@ -100,6 +100,11 @@ impl LockAllBuilder {
         let mut names = self.names;
         names.sort_unstable();
         names.dedup();
+        session
+            .inner
+            .giving_back
+            .settled(names.iter().map(String::as_str))
+            .await;
         let first = names.first().cloned().unwrap_or_default();
         let request_id = uuid::Uuid::now_v7().as_bytes().to_vec();
         let started = Instant::now();
@@ -107,7 +112,7 @@ impl LockAllBuilder {
         let opts = client.options().clone();
         let deadline = opts.deadline + wait.unwrap_or_default();
         // A cancel of one lock of a set cancels the set on the server.
-        let cancel = wait.map(|_| CancelOnDrop::new(&session, &first, &request_id));
+        let cancel = wait.map(|_| CancelOnDrop::new(&session, &names, &request_id));
         let id = session.id();
         let res = client
             .inner

@@ -31,6 +31,9 @@ pub(crate) struct SessionInner {
     pub(crate) client: Client,
     pub(crate) lease: Arc<Lease>,
     sequence: Arc<parking_lot::Mutex<Sequence>>,
+    /// Abandoned waits and dropped guards whose cancel or release is still
+    /// on its way.
+    pub(crate) giving_back: crate::lock::GivingBack,
 }
 
 /// The session's exactly-once numbering (Raft dissertation §6.3): every
@@ -147,6 +150,7 @@ impl Client {
             client: self.clone(),
             lease: Arc::new(Lease::new(resp.session_id, ttl, sent)),
             sequence: Arc::default(),
+            giving_back: Default::default(),
         });
         self.inner.keepalives.add(&inner.lease, sent);
         Ok(Session { inner })

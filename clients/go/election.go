@@ -66,6 +66,9 @@ func (e *Election) campaignOnce(ctx context.Context, value []byte, wait time.Dur
 	if err := s.Err(); err != nil {
 		return err
 	}
+	if err := s.cancelsSettled(ctx, e.name); err != nil {
+		return err
+	}
 	requestID := newRequestID()
 	t := s.ticket()
 	defer t.done()

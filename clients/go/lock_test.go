@@ -314,6 +314,14 @@ func TestCancelledTryLocksLeaveNothingHeld(t *testing.T) {
 			t.Fatalf("try-lock %d: %v", i, err)
 		}
 		cancelled++
+		// Whether or not it was granted, the same session can take the
+		// lock again at once: the give-back finishes first.
+		if err := m.TryLock(ctx); err != nil {
+			t.Fatalf("try-lock %d again right after its cancel: %v", i, err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Logf("%d of %d try-locks cancelled", cancelled, n)
 	eventually(t, "no cancelled try-lock left holding", 2*time.Second, func() bool {
@@ -327,7 +335,8 @@ func TestCancelledTryLocksLeaveNothingHeld(t *testing.T) {
 }
 
 // The holder releases at the moment the waiter gives up: whichever wins,
-// the lock must not stay with the waiter that left.
+// the lock must not stay with the waiter that left, and its session can
+// lock again at once.
 func TestGrantRacingACancelIsGivenBack(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{})
 	cl := connect(t, c)
@@ -369,6 +378,16 @@ func TestGrantRacingACancelIsGivenBack(t *testing.T) {
 		left++
 		if waiter.Token() != 0 {
 			t.Fatalf("round %d: the cancelled mutex claims a token", i)
+		}
+		// The same session locking again at once waits for the cancel to
+		// give the raced grant back, rather than being refused
+		// ALREADY_HELD for a hold its caller never saw.
+		again := raftlock.NewMutex(sb, name)
+		if err := again.TryLock(ctx); err != nil {
+			t.Fatalf("round %d: locking again right after the cancel: %v", i, err)
+		}
+		if err := again.Unlock(ctx); err != nil {
+			t.Fatal(err)
 		}
 		eventually(t, "the waiter that left holds nothing", time.Second, func() bool {
 			return !heldBy(holders(t, cl, name), sb.ID()) && len(waiters(t, cl, name)) == 0

@@ -189,6 +189,9 @@ func (m *Mutex) acquire(ctx context.Context, wait *time.Duration) error {
 		return &Error{Reason: ReasonAlreadyHeld, Code: "FAILED_PRECONDITION", Message: fmt.Sprintf("this mutex already holds lock %q", m.name)}
 	}
 	s := m.s
+	if err := s.cancelsSettled(ctx, m.name); err != nil {
+		return err
+	}
 	requestID := newRequestID()
 	t := s.ticket()
 	defer t.done()
@@ -293,7 +296,30 @@ func cancelWaitSoon(s *Session, name string, requestID []byte) {
 	if !s.Valid() {
 		return
 	}
+	ended := make(chan struct{})
+	s.mu.Lock()
+	if s.cancelling == nil {
+		s.cancelling = map[string][]chan struct{}{}
+	}
+	s.cancelling[name] = append(s.cancelling[name], ended)
+	s.mu.Unlock()
 	go func() {
+		defer func() {
+			s.mu.Lock()
+			left := s.cancelling[name][:0]
+			for _, c := range s.cancelling[name] {
+				if c != ended {
+					left = append(left, c)
+				}
+			}
+			if len(left) == 0 {
+				delete(s.cancelling, name)
+			} else {
+				s.cancelling[name] = left
+			}
+			s.mu.Unlock()
+			close(ended)
+		}()
 		for i := 0; i < 2; i++ {
 			if i > 0 {
 				t := time.NewTimer(500 * time.Millisecond)
@@ -320,6 +346,25 @@ func cancelWaitSoon(s *Session, name string, requestID []byte) {
 			}
 		}
 	}()
+}
+
+// cancelsSettled lets the cancellations of name's abandoned waits finish
+// first: a grant that raced its cancellation is the session's until the
+// cancellation releases it, and an acquisition sent meanwhile would be
+// refused ALREADY_HELD though the caller holds nothing it knows of. Each
+// cancellation ends within a second and two request timeouts.
+func (s *Session) cancelsSettled(ctx context.Context, name string) error {
+	s.mu.Lock()
+	pending := append([]chan struct{}(nil), s.cancelling[name]...)
+	s.mu.Unlock()
+	for _, c := range pending {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // hold records a grant and watches for its loss: the session's, or the

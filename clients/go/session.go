@@ -65,6 +65,9 @@ type Session struct {
 	// ends: how a hold learns of the loss without a goroutine per hold.
 	onEnd     map[uint64]func()
 	lastWatch uint64
+	// cancelling holds, by lock name, the abandoned waits whose
+	// cancellation is still on its way; each channel closes when it ends.
+	cancelling map[string][]chan struct{}
 
 	// Keep-alive state, guarded by the keeper's lock.
 	due      time.Time

@@ -398,6 +398,40 @@ async def test_a_cancelled_wait_leaves_the_queue_and_the_next_live_waiter_is_gra
         assert d.waiters == []
 
 
+async def test_locking_again_right_after_a_cancel_that_raced_its_grant_is_not_refused(
+    cluster: Cluster,
+) -> None:
+    # The grant lands on the server just as its waiting task is cancelled:
+    # the lock is the session's until the cancel releases it, and the next
+    # acquisition waits for that instead of being refused ALREADY_HELD.
+    async with raftlock.Client(cluster.endpoints) as client:
+        a, b = [await client.session(ttl=30) for _ in range(2)]
+        name = "cancel/again"
+
+        async def wait() -> raftlock.Guard:
+            return await b.lock(name, timeout=60)
+
+        for round_ in range(12):
+            held = await a.lock(name, timeout=5)
+            waiting = asyncio.create_task(wait())
+            while not (await client.describe(name)).waiters:
+                await asyncio.sleep(0.01)
+            # b's task is cancelled while the release that grants it is on
+            # its way: some rounds the grant lands first.
+            release = asyncio.create_task(held.release())
+            await asyncio.sleep(0.0005 * round_)
+            waiting.cancel()
+            await release
+            try:
+                # The answer came first: the caller has the guard after all.
+                await (await waiting).release()
+            except asyncio.CancelledError:
+                pass
+            again = await b.try_lock(name)
+            assert again is not None, f"round {round_}: busy, held by nobody else"
+            await again.release()
+
+
 async def test_a_lost_lock_cancels_its_scope_before_anyone_else_can_hold_it(cluster: Cluster) -> None:
     # Every node paused: no keep-alive is acknowledged, so the session's
     # local deadline passes while this process runs on.

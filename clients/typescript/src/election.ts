@@ -8,7 +8,7 @@
 import type { Session } from "./session";
 import { Grant, GrantJson, b64, bytesOf, grantFrom, newRequestId, text } from "./codec";
 import { NotHolder, RaftlockError, SessionGone, ServerError, WaitTimedOut, errorFromBody } from "./errors";
-import { MAX_WAIT_MS, cancelWaitSoon } from "./lock";
+import { MAX_WAIT_MS, cancelWaitSoon, cancelsSettled } from "./lock";
 import { Cluster, OpenStream, retryable } from "./transport";
 import { Sleeper, jitter, now } from "./time";
 
@@ -218,6 +218,7 @@ export async function campaign(session: Session, name: string, value: string | U
 
 async function campaignOnce(s: Session, name: string, value: Uint8Array, waitMs: number, signal?: AbortSignal): Promise<Leadership> {
   s.check();
+  await cancelsSettled(s, name);
   const requestId = b64(newRequestId());
   const ticket = s.ticket();
   const started = now();

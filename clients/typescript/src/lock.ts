@@ -282,9 +282,44 @@ function checkOptions(o: LockOptions): void {
  */
 export function cancelWaitSoon(s: Session, name: string, requestId: string): void {
   if (!s.valid) return;
-  s.cluster
+  const cancel = s.cluster
     .call("/v1/lock/cancel-wait", () => ({ body: { sessionId: String(s.id), name, requestId } }))
-    .catch(() => undefined); // the server ends the wait at its deadline anyway
+    .then(
+      () => undefined,
+      () => undefined, // the server ends the wait at its deadline anyway
+    );
+  let byName = cancelling.get(s);
+  if (!byName) {
+    byName = new Map();
+    cancelling.set(s, byName);
+  }
+  let pending = byName.get(name);
+  if (!pending) {
+    pending = new Set();
+    byName.set(name, pending);
+  }
+  const set = pending;
+  const map = byName;
+  set.add(cancel);
+  void cancel.then(() => {
+    set.delete(cancel);
+    if (set.size === 0 && map.get(name) === set) map.delete(name);
+  });
+}
+
+/** Each session's abandoned waits whose cancel is still on its way, by lock name. */
+const cancelling = new WeakMap<Session, Map<string, Set<Promise<void>>>>();
+
+/**
+ * @internal Lets the cancels of a lock's abandoned waits finish first: a
+ * grant that raced its cancel is the session's until the cancel releases
+ * it, and an acquisition sent meanwhile would be refused `ALREADY_HELD`
+ * though the caller holds nothing it knows of. Each cancel ends within the
+ * client's deadline.
+ */
+export async function cancelsSettled(s: Session, name: string): Promise<void> {
+  const pending = cancelling.get(s)?.get(name);
+  if (pending && pending.size > 0) await Promise.all([...pending]);
 }
 
 /** @internal A lock acquisition: waiting (in turns of at most
@@ -312,6 +347,7 @@ export async function acquire(session: Session, name: string, o: LockOptions, wa
  * so a retry finds the grant or queue place the first attempt got. */
 async function acquireOnce(session: Session, name: string, o: LockOptions, waitMs: number | null): Promise<LockGuard | null> {
   session.check();
+  await cancelsSettled(session, name);
   const s = session;
   const requestId = b64(newRequestId());
   const metadata = bytesOf(o.metadata);

@@ -363,6 +363,33 @@ describe("locks on a real cluster", () => {
     for (const s of [a, b, c]) await s.close();
   });
 
+  test("locking again right after an abort that raced the grant is not refused ALREADY_HELD", { timeout: 60_000 }, async () => {
+    // A grant that lands just as its wait is aborted is the session's until
+    // the cancel releases it, and the next acquisition waits for that.
+    const [a, b] = [await client.session({ ttlMs: 30_000 }), await client.session({ ttlMs: 30_000 })];
+    const name = "cancel/ts-again";
+    for (let round = 0; round < 12; round++) {
+      const held = await a.lock(name);
+      const abort = new AbortController();
+      // Rejects once aborted: handled from the start.
+      const waiting = b.lock(name, { timeoutMs: 60_000, signal: abort.signal }).catch(() => null);
+      await eventually("b queued", async () => (await client.describe(name)).waiters.length === 1);
+      // b's wait is aborted while the release that grants it is on its
+      // way: some rounds the grant lands first.
+      const release = held.release();
+      await sleep(round % 4);
+      abort.abort(new Error("giving up"));
+      await release;
+      // The answer may have come first: the caller has the guard after all.
+      const g = await waiting;
+      if (g) await g.release();
+      const again = await b.tryLock(name);
+      assert.ok(again !== null, `round ${round}: busy, held by nobody else`);
+      await again.release();
+    }
+    for (const s of [a, b]) await s.close();
+  });
+
   test("the examples run against the cluster", { timeout: 60_000 }, async () => {
     for (const ex of ["map-lock.js", "postgres-lock-table.js"]) {
       const p = track(

@@ -235,3 +235,56 @@ async fn cancel_wait_removes_a_waiter_and_releases_a_grant_that_won_the_race() {
     let d = grpc::describe(&leader, "cancel/rpc").await.unwrap();
     assert!(d.holders.is_empty(), "the raced grant is released: {d:?}");
 }
+
+/// A grant that raced the cancel of its wait, or a guard dropped without a
+/// release, leaves the lock the session's until the cancel or release
+/// lands: the same session's next acquisition of that lock waits for it
+/// instead of being refused `ALREADY_HELD` for a hold its caller never saw.
+#[tokio::test(flavor = "multi_thread")]
+async fn acquiring_again_right_after_giving_up_a_wait_is_not_refused_already_held() {
+    let cluster = Cluster::start(1).await;
+    let leader = leader_addr(&cluster).await;
+    let client = cluster.client().await;
+    let ttl = Duration::from_secs(30);
+    let a = client.session(ttl).await.unwrap();
+    let b = client.session(ttl).await.unwrap();
+    let name = "cancel/again";
+    for round in 0..5 {
+        let held = a.lock(name).acquire().await.unwrap();
+        let waiting = {
+            let b = b.clone();
+            tokio::spawn(async move {
+                b.lock(name)
+                    .timeout(Duration::from_secs(60))
+                    .acquire()
+                    .await
+            })
+        };
+        grpc::wait_for_waiters(&leader, name, 1).await;
+        held.release().await.unwrap();
+        // Granted on the server; b's caller gives up just then, whether or
+        // not its answer arrived (a dropped guard is given back as well).
+        let give_up = Instant::now() + Duration::from_secs(10);
+        loop {
+            let d = grpc::describe(&leader, name).await.unwrap();
+            if d.holders.iter().any(|h| h.session_id == b.id()) {
+                break;
+            }
+            assert!(
+                Instant::now() < give_up,
+                "round {round}: b never granted: {d:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        waiting.abort();
+        let _ = waiting.await;
+        let again = b
+            .lock(name)
+            .try_acquire()
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: b's next acquisition refused: {e}"));
+        let guard =
+            again.unwrap_or_else(|| panic!("round {round}: lock busy, held by nobody else"));
+        guard.release().await.unwrap();
+    }
+}

@@ -710,6 +710,8 @@ class Session:
         self._watch: Optional[asyncio.Task[None]] = None
         self._seq = 0
         self._waiting: set[int] = set()
+        # Abandoned waits whose cancel is still on its way, by lock name.
+        self._cancelling: dict[str, set["asyncio.Task[None]"]] = {}
         self._watch = asyncio.get_running_loop().create_task(self._watch_deadline())
 
     async def __aenter__(self) -> "Session":
@@ -973,15 +975,37 @@ class Session:
             if end is not None and time.monotonic() >= end - 0.001:
                 raise LockTimeout(f"not elected leader of {election!r} in time")
 
-    def _cancel_wait_soon(self, name: str, request_id: bytes) -> None:
+    def _cancel_wait_soon(self, names: Sequence[str], request_id: bytes) -> None:
         """Cancels an abandoned wait on the cluster, in the background: the
         task that awaited it was cancelled, so it cannot wait for this. A
-        grant that won the race is released by the server."""
-        if self._ended is not None or self.client._closed:
+        grant that won the race is released by the server. The cancel names
+        the first lock (a set's wait is cancelled by any of its locks)."""
+        if self._ended is not None or self.client._closed or not names:
             return
-        task = asyncio.get_running_loop().create_task(_cancel_quietly(self, name, request_id))
+        task = asyncio.get_running_loop().create_task(_cancel_quietly(self, names[0], request_id))
         _GIVING_BACK.add(task)
         task.add_done_callback(_GIVING_BACK.discard)
+        for n in names:
+            self._cancelling.setdefault(n, set()).add(task)
+
+        def settled(t: "asyncio.Task[None]") -> None:
+            for n in names:
+                pending = self._cancelling.get(n)
+                if pending is not None:
+                    pending.discard(t)
+                    if not pending:
+                        del self._cancelling[n]
+
+        task.add_done_callback(settled)
+
+    async def _cancels_settled(self, names: Sequence[str]) -> None:
+        """Lets the cancels of these locks' abandoned waits finish first: a
+        grant that raced its cancel is the session's until the cancel
+        releases it, and an acquisition sent meanwhile would be refused
+        ``ALREADY_HELD`` though the caller holds nothing it knows of."""
+        pending = {t for n in names for t in self._cancelling.get(n, ())}
+        if pending:
+            await asyncio.wait(pending)
 
     async def cancel_wait(self, name: str, request_id: bytes) -> pb.CancelWaitResponse:
         """Gives up this session's wait for ``name`` made with
@@ -1007,6 +1031,7 @@ class Session:
 
     async def _campaign_once(self, election: str, value: bytes, end: float) -> Optional["Leadership"]:
         self.check()
+        await self._cancels_settled([election])
         seq = self._ticket()
         request_id = uuid.uuid4().bytes
         try:
@@ -1032,7 +1057,7 @@ class Session:
         except LockTimeout:
             return None
         except asyncio.CancelledError:
-            self._cancel_wait_soon(election, request_id)
+            self._cancel_wait_soon([election], request_id)
             raise
         except errors.SessionGone:
             self._end(SessionGone(f"session {self.id} is gone"))
@@ -1135,6 +1160,7 @@ class LockRequest:
         ``end`` is ``None``, else a wait until ``end``."""
         s = self.session
         s.check()
+        await s._cancels_settled([self.name])
         seq = s._ticket()
         request_id = uuid.uuid4().bytes
         max_hold_ms = 0 if self.max_hold is None else int(round(self.max_hold * 1000))
@@ -1178,7 +1204,7 @@ class LockRequest:
             return None
         except asyncio.CancelledError:
             if end is not None:
-                s._cancel_wait_soon(self.name, request_id)
+                s._cancel_wait_soon([self.name], request_id)
             raise
         except SessionGone:
             s._end(SessionGone(f"session {s.id} is gone"))
@@ -1250,6 +1276,7 @@ class LockSetRequest:
     async def _attempt(self, end: Optional[float]) -> Optional["LockSet"]:
         s = self.session
         s.check()
+        await s._cancels_settled(self.names)
         request_id = uuid.uuid4().bytes
         try:
 
@@ -1274,7 +1301,7 @@ class LockSetRequest:
         except asyncio.CancelledError:
             # A cancel naming one lock of the set cancels (or releases) it all.
             if end is not None and self.names:
-                s._cancel_wait_soon(self.names[0], request_id)
+                s._cancel_wait_soon(self.names, request_id)
             raise
         except SessionGone:
             s._end(SessionGone(f"session {s.id} is gone"))
