@@ -257,64 +257,6 @@ impl LockBuilder {
     }
 }
 
-/// A session's locks being given back in the background, by name: the
-/// cancels of abandoned waits and the releases of dropped guards.
-///
-/// A grant can race the cancel of its wait, and a dropped guard's lock is
-/// held until its release lands: the lock is the session's meanwhile, and
-/// an acquisition of it by the same session sent then would be refused
-/// `ALREADY_HELD`, though the caller holds nothing it knows of (a retry
-/// after a timeout, a loop that drops its guard). So a session's
-/// acquisition first lets what it gives back of the same locks finish.
-#[derive(Default)]
-pub(crate) struct GivingBack {
-    names: parking_lot::Mutex<std::collections::HashMap<String, usize>>,
-    settled: tokio::sync::Notify,
-}
-
-impl GivingBack {
-    fn begin(&self, names: &[String]) {
-        let mut m = self.names.lock();
-        for n in names {
-            *m.entry(n.clone()).or_default() += 1;
-        }
-    }
-
-    fn end(&self, names: &[String]) {
-        {
-            let mut m = self.names.lock();
-            for n in names {
-                if let Some(c) = m.get_mut(n) {
-                    *c -= 1;
-                    if *c == 0 {
-                        m.remove(n);
-                    }
-                }
-            }
-        }
-        self.settled.notify_waiters();
-    }
-
-    /// Returns once nothing of `names` is being given back. Each cancel or
-    /// release ends within the client's deadline, answered or not.
-    pub(crate) async fn settled<'a>(&self, names: impl IntoIterator<Item = &'a str> + Clone) {
-        loop {
-            let notified = self.settled.notified();
-            tokio::pin!(notified);
-            // Registered before the check, so an end in between wakes it.
-            notified.as_mut().enable();
-            let busy = {
-                let m = self.names.lock();
-                names.clone().into_iter().any(|n| m.contains_key(n))
-            };
-            if !busy {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
 /// Runs `work` (a cancel or release of `names`) in the background, where a
 /// later acquisition of the same locks by this session waits for it. Does
 /// nothing outside a tokio runtime.

@@ -33,7 +33,7 @@ pub(crate) struct SessionInner {
     sequence: Arc<parking_lot::Mutex<Sequence>>,
     /// Abandoned waits and dropped guards whose cancel or release is still
     /// on its way.
-    pub(crate) giving_back: crate::lock::GivingBack,
+    pub(crate) giving_back: GivingBack,
 }
 
 /// The session's exactly-once numbering (Raft dissertation §6.3): every
@@ -308,5 +308,63 @@ impl Client {
             self.close_session(lease.id, deadline)
         });
         let _ = tokio::time::timeout(deadline, futures::future::join_all(closes)).await;
+    }
+}
+
+/// A session's locks being given back in the background, by name: the
+/// cancels of abandoned waits and the releases of dropped guards.
+///
+/// A grant can race the cancel of its wait, and a dropped guard's lock is
+/// held until its release lands: the lock is the session's meanwhile, and
+/// an acquisition of it by the same session sent then would be refused
+/// `ALREADY_HELD`, though the caller holds nothing it knows of (a retry
+/// after a timeout, a loop that drops its guard). So a session's
+/// acquisition first lets what it gives back of the same locks finish.
+#[derive(Default)]
+pub(crate) struct GivingBack {
+    names: parking_lot::Mutex<std::collections::HashMap<String, usize>>,
+    settled: tokio::sync::Notify,
+}
+
+impl GivingBack {
+    pub(crate) fn begin(&self, names: &[String]) {
+        let mut m = self.names.lock();
+        for n in names {
+            *m.entry(n.clone()).or_default() += 1;
+        }
+    }
+
+    pub(crate) fn end(&self, names: &[String]) {
+        {
+            let mut m = self.names.lock();
+            for n in names {
+                if let Some(c) = m.get_mut(n) {
+                    *c -= 1;
+                    if *c == 0 {
+                        m.remove(n);
+                    }
+                }
+            }
+        }
+        self.settled.notify_waiters();
+    }
+
+    /// Returns once nothing of `names` is being given back. Each cancel or
+    /// release ends within the client's deadline, answered or not.
+    pub(crate) async fn settled<'a>(&self, names: impl IntoIterator<Item = &'a str> + Clone) {
+        loop {
+            let notified = self.settled.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so an end in between wakes it.
+            notified.as_mut().enable();
+            let busy = {
+                let m = self.names.lock();
+                names.clone().into_iter().any(|n| m.contains_key(n))
+            };
+            if !busy {
+                return;
+            }
+            notified.await;
+        }
     }
 }

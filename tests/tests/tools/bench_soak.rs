@@ -1,9 +1,9 @@
 //! The soak benchmark's short form: two minutes of what a fleet of
 //! services does (sessions that end and start again, short locks, waits
 //! given up at random, campaigns, rate-limit takes, watch streams), with
-//! leadership moved every 30 s. The bench itself fails when a node's memory
-//! at minute 2 is more than 10 % above that of a node in the same role
-//! (leader or follower) at minute 1, or when
+//! leadership moved every 30 s and handed back to minute 1's leader for the
+//! last 15 s. The bench itself fails when a node's memory at minute 2 is
+//! more than 10 % above its own at minute 1, or when
 //! descriptors, runtime tasks, sessions, waiters, recorded answers or
 //! registered waits are not back to their count before the load (after a
 //! 30-second warm-up of it) once it stops; this checks that it passed and that the load did what it says.
