@@ -352,16 +352,20 @@ impl GivingBack {
     /// Returns once nothing of `names` is being given back. Each cancel or
     /// release ends within the client's deadline, answered or not.
     pub(crate) async fn settled<'a>(&self, names: impl IntoIterator<Item = &'a str> + Clone) {
+        let busy = |m: &std::collections::HashMap<String, usize>| {
+            names.clone().into_iter().any(|n| m.contains_key(n))
+        };
+        // Every acquisition passes here, and almost always nothing is
+        // being given back: one look at the map, no waiter registered.
+        if !busy(&self.names.lock()) {
+            return;
+        }
         loop {
             let notified = self.settled.notified();
             tokio::pin!(notified);
             // Registered before the check, so an end in between wakes it.
             notified.as_mut().enable();
-            let busy = {
-                let m = self.names.lock();
-                names.clone().into_iter().any(|n| m.contains_key(n))
-            };
-            if !busy {
+            if !busy(&self.names.lock()) {
                 return;
             }
             notified.await;
