@@ -262,7 +262,6 @@ async fn shutdown_signal() {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    allocator::return_freed_memory_at_once();
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Dev(args)) => {

@@ -54,6 +54,26 @@ pub fn rss(pid: Option<u32>) -> (f64, f64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// `Anonymous` and `AnonHugePages` of `pid` in bytes (Linux; zeros
+/// elsewhere): the resident memory that is the process's own (heap,
+/// stacks), without the pages of its binary, and how much of it the kernel
+/// backs with transparent huge pages.
+pub fn rss_anon(pid: Option<u32>) -> (f64, f64) {
+    let Some(pid) = pid else { return (0.0, 0.0) };
+    let Ok(rollup) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) else {
+        return (0.0, 0.0);
+    };
+    let field = |name: &str| {
+        rollup
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map(|kb| kb * 1024.0)
+            .unwrap_or(0.0)
+    };
+    (field("Anonymous:"), field("AnonHugePages:"))
+}
+
 /// The node's Prometheus text, by a plain HTTP/1.0 GET.
 pub async fn scrape(addr: &str) -> anyhow::Result<String> {
     let mut s = tokio::net::TcpStream::connect(addr).await?;

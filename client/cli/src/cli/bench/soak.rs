@@ -18,7 +18,7 @@
 //! such as its links to the others when it first leads, is not counted as
 //! growth).
 
-use super::cluster::{find_raftlockd, mib, open_fds, rss, sample, scrape, start};
+use super::cluster::{find_raftlockd, mib, open_fds, rss, rss_anon, sample, scrape, start};
 use super::{Args, RunResult};
 use anyhow::Context;
 use futures::StreamExt;
@@ -60,6 +60,11 @@ pub struct NodeSample {
     /// answers, the streams it serves), so memory is compared by role.
     leader: bool,
     rss_mib: f64,
+    /// The anonymous part of `rss_mib` (heap and stacks, not the binary's
+    /// pages), and how much of that is in transparent huge pages, which
+    /// count 2 MiB resident however little of them is in use.
+    anon_mib: f64,
+    huge_mib: f64,
     fds: u64,
     tasks: u64,
     sessions: u64,
@@ -106,8 +111,8 @@ impl SoakFigures {
             }
             for n in &s.nodes {
                 println!(
-                    "    {:<9} {:>7.0}s node {} rss {:>6.1} MiB fds {:>4} tasks {:>5} sessions {:>5} locks {:>5} waiters {:>4} answers {:>5} waits {:>4}",
-                    s.label, s.at_s, n.node, n.rss_mib, n.fds, n.tasks, n.sessions, n.locks, n.waiters, n.recorded_answers, n.waits_registered
+                    "    {:<9} {:>7.0}s node {} rss {:>6.1} MiB (anon {:>6.1}, huge {:>6.1}) fds {:>4} tasks {:>5} sessions {:>5} locks {:>5} waiters {:>4} answers {:>5} waits {:>4}",
+                    s.label, s.at_s, n.node, n.rss_mib, n.anon_mib, n.huge_mib, n.fds, n.tasks, n.sessions, n.locks, n.waiters, n.recorded_answers, n.waits_registered
                 );
             }
         }
@@ -392,10 +397,13 @@ async fn sample_nodes(cluster: &super::cluster::LocalCluster) -> Vec<NodeSample>
             None => String::new(),
         };
         let m = |name: &str| sample(&text, name).unwrap_or(0.0) as u64;
+        let anon = rss_anon(node.pid());
         out.push(NodeSample {
             node: id,
             leader: m("raftlock_raft_is_leader") == 1,
             rss_mib: mib(rss(node.pid()).0),
+            anon_mib: mib(anon.0),
+            huge_mib: mib(anon.1),
             fds: open_fds(node.pid()),
             tasks: m("raftlock_runtime_tasks"),
             sessions: m("raftlock_sessions"),
@@ -415,10 +423,12 @@ fn print_sample(s: &Sample) {
         .iter()
         .map(|n| {
             format!(
-                "n{}{} {:.0}MiB {}fd {}t s{} l{} w{} a{} r{} snap {}KiB",
+                "n{}{} {:.0}MiB (anon {:.0} huge {:.0}) {}fd {}t s{} l{} w{} a{} r{} snap {}KiB",
                 n.node,
                 if n.leader { "*" } else { "" },
                 n.rss_mib,
+                n.anon_mib,
+                n.huge_mib,
                 n.fds,
                 n.tasks,
                 n.sessions,
