@@ -890,6 +890,16 @@ impl Model {
                         self.finish(session, name, req, "wait-cancelled");
                         self.grant_queue(name, index);
                         Answer::Ok
+                    } else if !self.finished.contains_key(&(session, req))
+                        && !self
+                            .once
+                            .get(&session)
+                            .is_some_and(|o| o.kept.values().any(|k| k.req == req))
+                    {
+                        // Cancelled before it arrived: it is refused when
+                        // it does.
+                        self.finished.insert((session, req), "wait-cancelled");
+                        Answer::Ok
                     } else {
                         Answer::Err("wait-not-found")
                     }

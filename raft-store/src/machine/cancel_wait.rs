@@ -34,6 +34,19 @@ impl LeaseMachine {
             }
         }
         if s.waiting.get(name) != Some(&request_id) {
+            // A cancel can reach the log before the acquisition it cancels:
+            // the client gave up while its acquire was still on the way, and
+            // sent the cancel by another path. Remembered as cancelled, the
+            // acquisition is refused when it arrives instead of being
+            // granted to a caller that is gone (and held by its session
+            // until that session ends). One that already ended keeps how
+            // it ended.
+            if !s.finished.iter().any(|(id, _)| *id == request_id)
+                && !self.answered(session, request_id)
+            {
+                self.finish(session, name, request_id, Finished::WaitCancelled);
+                return Ok(Reply::WaitCancelled);
+            }
             return Err(LeaseError::WaitNotFound {
                 name: name.to_owned(),
                 session,

@@ -305,6 +305,14 @@ impl LeaseMachine {
         }
     }
 
+    /// Whether a numbered acquisition `request_id` of `session` has an
+    /// answer kept (it ran, whatever it answered).
+    pub(super) fn answered(&self, session: SessionId, request_id: RequestId) -> bool {
+        self.once
+            .get(&session)
+            .is_some_and(|o| o.answers.values().any(|r| r.request_id == request_id))
+    }
+
     /// Records how acquisition `request_id` of `session` for lock `name`
     /// ended: with its
     /// exactly-once answer if it was numbered (nothing once that answer is

@@ -429,7 +429,7 @@ mod cancel_wait {
     }
 
     #[test]
-    fn unknown_wait_is_not_found() {
+    fn a_cancel_that_overtakes_its_acquire_refuses_it() {
         let mut log = Log::new();
         let a = log.session();
         let o = log.apply(Command::CancelWait {
@@ -437,7 +437,49 @@ mod cancel_wait {
             name: "l".into(),
             request_id: RequestId(5),
         });
+        assert!(matches!(o.reply, Ok(Reply::WaitCancelled)), "{o:?}");
+        let o = log.apply(Command::Acquire {
+            session: a,
+            name: "l".into(),
+            request_id: RequestId(5),
+            mode: Mode::Exclusive,
+            permits: None,
+            wait_ms: Some(1_000),
+            metadata: vec![],
+        });
+        assert_eq!(err(&o), "wait-cancelled");
+        assert!(log.m.describe("l").holders.is_empty());
+    }
+
+    #[test]
+    fn a_cancel_of_an_ended_acquisition_is_not_found() {
+        let mut log = Log::new();
+        let a = log.session();
+        let acquire = Command::Acquire {
+            session: a,
+            name: "l".into(),
+            request_id: RequestId(5),
+            mode: Mode::Exclusive,
+            permits: None,
+            wait_ms: None,
+            metadata: vec![],
+        };
+        let token = match log.apply(acquire.clone()).reply {
+            Ok(Reply::Acquired(g)) => g.token,
+            other => panic!("{other:?}"),
+        };
+        log.apply(Command::Release {
+            session: a,
+            name: "l".into(),
+            token,
+        });
+        let o = log.apply(Command::CancelWait {
+            session: a,
+            name: "l".into(),
+            request_id: RequestId(5),
+        });
         assert_eq!(err(&o), "wait-not-found");
+        assert_eq!(err(&log.apply(acquire)), "request-released");
     }
 }
 

@@ -234,6 +234,27 @@ async fn cancel_wait_removes_a_waiter_and_releases_a_grant_that_won_the_race() {
     assert!(!r.cancelled && r.released && r.token == token_b, "{r:?}");
     let d = grpc::describe(&leader, "cancel/rpc").await.unwrap();
     assert!(d.holders.is_empty(), "the raced grant is released: {d:?}");
+
+    // The cancel overtook its acquire (the caller gave up while the acquire
+    // was still on its way): the acquire is refused when it lands, and the
+    // free lock is not granted to a caller that is gone.
+    let id_b3 = *uuid::Uuid::now_v7().as_bytes();
+    let r = LockClient::new(ch.clone())
+        .cancel_wait(cancel(id_b3, b))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.cancelled && !r.released, "{r:?}");
+    let late = grpc::acquire_waiting_with_id(&leader, b, "cancel/rpc", id_b3, 60_000)
+        .await
+        .expect_err("an acquire cancelled before it landed is refused");
+    assert_eq!(
+        raftlock_proto::reason::of(&late).map(|r| r.as_str()),
+        Some("WAIT_CANCELLED"),
+        "{late:?}"
+    );
+    let d = grpc::describe(&leader, "cancel/rpc").await.unwrap();
+    assert!(d.holders.is_empty() && d.waiters.is_empty(), "{d:?}");
 }
 
 /// A grant that raced the cancel of its wait, or a guard dropped without a
