@@ -39,19 +39,7 @@ pub fn mib(bytes: f64) -> f64 {
 
 /// `VmRSS` and `VmHWM` of `pid`, in bytes (Linux; zeros elsewhere).
 pub fn rss(pid: Option<u32>) -> (f64, f64) {
-    let Some(pid) = pid else { return (0.0, 0.0) };
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return (0.0, 0.0);
-    };
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .map(|kb| kb * 1024.0)
-            .unwrap_or(0.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    proc_sizes(pid, "status", ["VmRSS:", "VmHWM:"])
 }
 
 /// `Anonymous` and `AnonHugePages` of `pid` in bytes (Linux; zeros
@@ -59,19 +47,23 @@ pub fn rss(pid: Option<u32>) -> (f64, f64) {
 /// stacks), without the pages of its binary, and how much of it the kernel
 /// backs with transparent huge pages.
 pub fn rss_anon(pid: Option<u32>) -> (f64, f64) {
-    let Some(pid) = pid else { return (0.0, 0.0) };
-    let Ok(rollup) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) else {
+    proc_sizes(pid, "smaps_rollup", ["Anonymous:", "AnonHugePages:"])
+}
+
+/// Two `Name: N kB` lines of `/proc/PID/FILE`, in bytes.
+fn proc_sizes(pid: Option<u32>, file: &str, names: [&str; 2]) -> (f64, f64) {
+    let Some(text) = pid.and_then(|p| std::fs::read_to_string(format!("/proc/{p}/{file}")).ok())
+    else {
         return (0.0, 0.0);
     };
     let field = |name: &str| {
-        rollup
-            .lines()
+        text.lines()
             .find_map(|l| l.strip_prefix(name))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
             .map(|kb| kb * 1024.0)
             .unwrap_or(0.0)
     };
-    (field("Anonymous:"), field("AnonHugePages:"))
+    (field(names[0]), field(names[1]))
 }
 
 /// The node's Prometheus text, by a plain HTTP/1.0 GET.
