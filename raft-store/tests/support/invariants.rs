@@ -11,7 +11,7 @@
 use raftlock_proto::limits;
 use raftlock_store::backup;
 use raftlock_store::machine::{
-    Command, Event, LeaseError, LeaseMachine, Mode, Outcome, Reply, SessionId,
+    Command, Event, Finished, LeaseError, LeaseMachine, Mode, Outcome, Reply, SessionId,
 };
 use std::collections::BTreeMap;
 
@@ -922,15 +922,43 @@ fn check_reply(
             }
         }
         Reply::WaitCancelled => {
-            let Command::CancelWait { session, name, .. } = cmd else {
+            let Command::CancelWait {
+                session,
+                name,
+                request_id,
+            } = cmd
+            else {
                 return Err("WaitCancelled answers another command".into());
             };
             ensure!(
                 after
                     .session(*session)
-                    .is_some_and(|s| !s.waiting.contains_key(name)),
+                    .is_some_and(|s| s.waiting.get(name) != Some(request_id)),
                 "a cancelled wait is still there"
             );
+            let was_waiting = before
+                .session(*session)
+                .is_some_and(|s| s.waiting.get(name) == Some(request_id));
+            if !was_waiting {
+                // Cancelled before it arrived: nothing is held or queued
+                // differently, and the session remembers the request as
+                // cancelled, so that it is refused when it does arrive
+                // (whatever else the session waits for meanwhile).
+                ensure!(
+                    outcome.events.is_empty()
+                        && before.locks().eq(after.locks())
+                        && before
+                            .sessions()
+                            .map(|s| (s.id, &s.held, &s.waiting))
+                            .eq(after.sessions().map(|s| (s.id, &s.held, &s.waiting))),
+                    "a cancel of a request that had not arrived changed what is held or queued"
+                );
+                ensure!(
+                    after.session(*session).and_then(|s| s.finished.back())
+                        == Some(&(*request_id, Finished::WaitCancelled)),
+                    "a cancel of a request that had not arrived does not remember it as cancelled"
+                );
+            }
         }
         Reply::Proclaimed(g) => {
             let Command::Proclaim { value, .. } = cmd else {
