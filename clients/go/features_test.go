@@ -135,9 +135,14 @@ func TestRateLimitsTakeTryTakeAndReserve(t *testing.T) {
 	if time.Since(start) < 100*time.Millisecond {
 		t.Fatal("a take past the burst was admitted without waiting")
 	}
-	// Four tokens take 400 ms to refill; the waiting take may have been
-	// admitted against tokens due a little after its answer.
-	time.Sleep(1200 * time.Millisecond)
+	// Four tokens take 400 ms of the rate clock to refill. That clock
+	// stands still between leaders, and a fresh cluster may elect again
+	// as its last node comes up, so wait for them rather than for a fixed
+	// time.
+	eventually(t, "four tokens refilled", 10*time.Second, func() bool {
+		info, err := rl.Describe(ctx)
+		return err == nil && info.Available >= 4
+	})
 	lease, err := rl.Reserve(ctx, 4, 2*time.Second)
 	if err != nil || lease == nil || lease.Reserved() != 4 {
 		t.Fatalf("reserve: %+v %v", lease, err)
