@@ -111,6 +111,7 @@ pub async fn start(
     }
     let network = PeerNetwork::new(&settings.listen_peer, settings.peer_tls.clone())
         .cluster(cluster.clone())
+        .retry_unreachable_every(settings.heartbeat)
         .commit_at_most(log.flushed())
         .defer_commit_heartbeats(log.appended());
     let raft = Raft::new(id, Arc::new(raft_config), network.clone(), log, sm)

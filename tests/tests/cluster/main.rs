@@ -4,6 +4,7 @@
 
 mod backup;
 mod disk;
+mod formation;
 mod graceful;
 mod membership;
 mod migration;

@@ -9,6 +9,7 @@
 //! an append to the same follower is about to follow it: the append carries
 //! that commit index anyway (see `PeerConnection::superseded`).
 
+mod retry;
 mod rpc;
 
 use crate::raft::peer_codec;
@@ -62,6 +63,8 @@ pub struct PeerNetwork {
     appended: Option<tokio::sync::watch::Receiver<Option<LogId>>>,
     /// This node's cluster id, sent with every call.
     cluster: Option<crate::raft::cluster_identity::ClusterIdentity>,
+    /// How soon an unreachable peer is tried again early in an outage.
+    retry: Duration,
 }
 
 /// How long a commit-only heartbeat waits for an append to carry its
@@ -172,6 +175,8 @@ pub struct PeerConnection {
     confirmed: Option<(Vote<NodeId>, Option<LogId>)>,
     /// The highest commit index the follower has acknowledged hearing.
     commit_heard: Option<LogId>,
+    /// See [`PeerNetwork::retry_unreachable_every`].
+    retry: Duration,
 }
 
 /// An open `AppendEntriesStream`: requests go in `tx`, answers come back
@@ -219,6 +224,7 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
             appended: self.appended.clone(),
             confirmed: None,
             commit_heard: None,
+            retry: self.retry,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::PeerConnection;
 use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, Unreachable};
-use openraft::network::{RPCOption, RaftNetwork};
+use openraft::network::{Backoff, RPCOption, RaftNetwork};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
@@ -33,6 +33,10 @@ pub(super) fn rpc_error<E: std::error::Error>(
 }
 
 impl RaftNetwork<TypeConfig> for PeerConnection {
+    fn backoff(&self) -> Backoff {
+        Backoff::new(super::retry::unreachable_retries(self.retry))
+    }
+
     async fn append_entries(
         &mut self,
         mut rpc: AppendEntriesRequest<TypeConfig>,

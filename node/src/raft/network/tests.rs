@@ -1,3 +1,4 @@
+use super::retry::{unreachable_retries, FAST_RETRY_WINDOW};
 use super::rpc::commit_to_send;
 use super::*;
 use openraft::CommittedLeaderId;
@@ -12,6 +13,7 @@ fn connection(appended: tokio::sync::watch::Receiver<Option<LogId>>) -> PeerConn
         appended: Some(appended),
         confirmed: None,
         commit_heard: None,
+        retry: Duration::from_millis(100),
     }
 }
 
@@ -100,4 +102,41 @@ fn the_commit_sent_to_followers_stops_at_the_leaders_durable_point() {
         Some(id(2, 9))
     );
     assert_eq!(commit_to_send(None, Some(id(2, 12))), None);
+}
+
+/// A peer that cannot be reached is tried every heartbeat early in the
+/// outage, so a node that comes up hears from the leader before its
+/// election timeout; later every 500 ms, as openraft does.
+#[test]
+fn an_unreachable_peer_is_retried_every_heartbeat_early_in_an_outage() {
+    let waits: Vec<Duration> = unreachable_retries(Duration::from_millis(100))
+        .take(40)
+        .collect();
+    let fast = waits
+        .iter()
+        .take_while(|w| **w == Duration::from_millis(100))
+        .count();
+    assert_eq!(
+        Duration::from_millis(100) * fast as u32,
+        FAST_RETRY_WINDOW,
+        "{waits:?}"
+    );
+    assert!(
+        waits[fast..]
+            .iter()
+            .all(|w| *w == Duration::from_millis(500)),
+        "{waits:?}"
+    );
+    // Never slower than openraft, and never a flood for a tiny heartbeat.
+    assert!(unreachable_retries(Duration::from_secs(2))
+        .take(10)
+        .all(|w| w == Duration::from_millis(500)));
+    assert_eq!(
+        unreachable_retries(Duration::from_millis(1)).next(),
+        Some(Duration::from_millis(50))
+    );
+    assert_eq!(
+        unreachable_retries(Duration::ZERO).next(),
+        Some(Duration::from_millis(50))
+    );
 }
