@@ -5,7 +5,7 @@ use std::time::Duration;
 
 impl PeerNetwork {
     /// Tries a peer that could not be reached again after `heartbeat`
-    /// for the first [`FAST_RETRY_WINDOW`] of an outage.
+    /// for the first 3 s of an outage, then every 500 ms.
     pub fn retry_unreachable_every(mut self, heartbeat: Duration) -> Self {
         self.retry = heartbeat;
         self
