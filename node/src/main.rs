@@ -148,21 +148,7 @@ async fn recover(a: RecoverArgs) -> anyhow::Result<()> {
         );
         backup::export_everything(&old).await?
     };
-    // Tokens are index × 2^16 + position in a u64: an index past 2^48
-    // would wrap them back below tokens already issued. Half that space is
-    // left for the new cluster to run in.
-    const MAX_FLOOR: u64 = 1 << 47;
-    let floor = last_index
-        .checked_add(a.token_gap)
-        .filter(|f| *f <= MAX_FLOOR)
-        .with_context(|| {
-            format!(
-                "--token-gap {} would start the new cluster at log index {}, past {MAX_FLOOR}: its fencing tokens (index × 65536) would wrap below tokens already issued; use at most {}",
-                a.token_gap,
-                u128::from(last_index) + u128::from(a.token_gap),
-                MAX_FLOOR.saturating_sub(last_index)
-            )
-        })?;
+    let floor = token_floor(last_index, a.token_gap)?;
     let now = raftlock_node::raft::batch::now_ms();
     let kept = a
         .data_dir
@@ -185,6 +171,26 @@ async fn recover(a: RecoverArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The log index a new cluster starts issuing above: `gap` entries past
+/// `last_index`, the last one the copy it starts from holds, so that no
+/// token the old cluster issued after that copy can be issued again.
+fn token_floor(last_index: u64, gap: u64) -> anyhow::Result<u64> {
+    // Tokens are index × 2^16 + position in a u64: an index past 2^48
+    // would wrap them back below tokens already issued. Half that space is
+    // left for the new cluster to run in.
+    const MAX_FLOOR: u64 = 1 << 47;
+    last_index
+        .checked_add(gap)
+        .filter(|f| *f <= MAX_FLOOR)
+        .with_context(|| {
+            format!(
+                "--token-gap {gap} would start the new cluster at log index {}, past {MAX_FLOOR}: its fencing tokens (index × 65536) would wrap below tokens already issued; use at most {}",
+                u128::from(last_index) + u128::from(gap),
+                MAX_FLOOR.saturating_sub(last_index)
+            )
+        })
+}
+
 #[derive(clap::Args)]
 struct RestoreArgs {
     /// The backup file.
@@ -199,6 +205,13 @@ struct RestoreArgs {
     /// The new cluster's members, as for a first start.
     #[arg(long)]
     initial_cluster: String,
+    /// Log entries left unused between the backup's last entry and the new
+    /// cluster's first: the old cluster may have gone on issuing tokens
+    /// after the backup was taken, and none of them may be issued again.
+    /// At least how many entries the old cluster wrote after the backup;
+    /// every member of the new cluster must be restored with the same gap.
+    #[arg(long, default_value_t = 1_000_000)]
+    token_gap: u64,
 }
 
 async fn restore(a: RestoreArgs) -> anyhow::Result<()> {
@@ -210,7 +223,8 @@ async fn restore(a: RestoreArgs) -> anyhow::Result<()> {
     }
     let bytes = std::fs::read(&a.snapshot)
         .with_context(|| format!("cannot read {}", a.snapshot.display()))?;
-    let (header, _) = backup::decode(&bytes)?;
+    let (header, machine) = backup::decode(&bytes)?;
+    let floor = token_floor(header.last_index, a.token_gap)?;
     let data = DataDir::open(&a.data_dir, a.id, Some(&cluster_id(&members)))?;
     if !data.is_fresh() {
         anyhow::bail!(
@@ -219,11 +233,15 @@ async fn restore(a: RestoreArgs) -> anyhow::Result<()> {
         );
     }
     let nodes = raftlock_node::config::member_nodes(&members);
-    let index = backup::seed(&data, &bytes, nodes).await?;
+    // Every member restored from the same file with the same gap starts
+    // at the same index, so their logs agree.
+    let seeded = backup::encode(&machine, floor, header.created_at_ms, &header.cluster_id);
+    let index = backup::seed(&data, &seeded, nodes).await?;
     println!(
-        "restored node {} from {} (index {index}, taken from cluster {:?}); start it with the same --data-dir; new tokens start above {index}",
+        "restored node {} from {} (taken at index {} from cluster {:?}); start it with the same --data-dir; new entries and tokens start above index {index}",
         a.id,
         a.snapshot.display(),
+        header.last_index,
         header.cluster_id
     );
     Ok(())

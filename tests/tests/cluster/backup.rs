@@ -42,7 +42,19 @@ async fn a_restored_cluster_serves_the_same_holders_and_larger_tokens() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        (holders, max, session.id())
+        // The old cluster goes on after the backup: every token it issues
+        // now is one the restored cluster must never issue again.
+        let mut after = max;
+        for i in 0..40 {
+            let g = session
+                .lock(format!("backup/after/{i}"))
+                .acquire()
+                .await
+                .unwrap();
+            after = after.max(g.token());
+            g.release().await.unwrap();
+        }
+        (holders, after, session.id())
     };
 
     // Restoring into a data dir that holds data is refused.
@@ -58,6 +70,11 @@ async fn a_restored_cluster_serves_the_same_holders_and_larger_tokens() {
     // Tokens are entry index × 2^16 + position: the restored log goes on
     // past every entry a restored token came from.
     assert!(status.applied_index > max_token >> 16);
+    assert!(
+        status.applied_index > 1_000_000,
+        "new entries start above the default gap of 1,000,000 past the backup (at {})",
+        status.applied_index
+    );
     let fresh = client.session(Duration::from_secs(5)).await.unwrap();
     let g = fresh
         .lock("backup/new")
@@ -67,7 +84,7 @@ async fn a_restored_cluster_serves_the_same_holders_and_larger_tokens() {
         .unwrap();
     assert!(
         g.token() > max_token,
-        "token {} not above the backup's {max_token}",
+        "token {} not above the {max_token} the old cluster issued after its backup",
         g.token()
     );
     // The held locks stay held: a try finds them busy.
