@@ -462,17 +462,24 @@ fn read_identity(path: &Path) -> Result<Identity, DataDirError> {
 
 /// Writes a file so that after a crash it is either the old or the new
 /// content, never a torn mix: write a temporary, fsync it, rename it over the
-/// target, fsync the directory.
+/// target, fsync the directory. An error names the file it happened on: an
+/// operator reads it in the node's last words before it exits.
 pub fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let named = |p: &Path| {
+        let p = p.to_owned();
+        move |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
+    };
     let tmp = path.with_extension("tmp");
     {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
+        let mut f = fs::File::create(&tmp).map_err(named(&tmp))?;
+        f.write_all(bytes).map_err(named(&tmp))?;
+        f.sync_all().map_err(named(&tmp))?;
     }
-    fs::rename(&tmp, path)?;
+    fs::rename(&tmp, path).map_err(named(path))?;
     if let Some(dir) = path.parent() {
-        fs::File::open(dir)?.sync_all()?;
+        fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(named(dir))?;
     }
     Ok(())
 }

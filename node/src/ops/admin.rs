@@ -212,7 +212,7 @@ pub async fn serve(
         .with_state(ui);
     let app = Router::new()
         .route("/metrics", get(metrics_text))
-        .route("/health", get(|| async { "ok\n" }))
+        .route("/health", get(health))
         .route("/ready", get(ready))
         .with_state(AdminState { node, handle })
         .merge(inspector);
@@ -221,6 +221,20 @@ pub async fn serve(
             let _ = stop.wait_for(|s| *s).await;
         })
         .await
+}
+
+/// The process serves and its Raft core runs. A core stopped by a storage
+/// error leaves the process up but the node useless: it must fail the
+/// probe so that Kubernetes or systemd restarts it (the process also exits
+/// on it, `RunningNode::run_until`; this covers the moments between).
+async fn health(State(s): State<AdminState>) -> (StatusCode, String) {
+    match s.node.core_stopped() {
+        None => (StatusCode::OK, "ok\n".into()),
+        Some(why) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("raft core stopped: {why}\n"),
+        ),
+    }
 }
 
 async fn metrics_text(State(s): State<AdminState>) -> String {

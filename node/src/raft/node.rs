@@ -204,6 +204,16 @@ impl Node {
         self.shutting_down.store(true, Ordering::SeqCst);
     }
 
+    /// Why Raft's core stopped, if it did (a storage error, a panic), as
+    /// openraft reports it; `None` while it runs. A node whose core has
+    /// stopped can neither apply, vote nor acknowledge: it is not healthy.
+    pub fn core_stopped(&self) -> Option<String> {
+        match &self.raft.metrics().borrow().running_state {
+            Ok(()) => None,
+            Err(fatal) => Some(fatal.to_string()),
+        }
+    }
+
     /// Stops this node from starting elections: a node on its way out
     /// would stop hearing the new leader and win an election it cannot
     /// serve.

@@ -195,6 +195,18 @@ impl RunningNode {
         ))
     }
 
+    /// Raft's core stopped by itself: stop the rest and report why.
+    async fn stop_on_core_failure(&self) -> StartError {
+        let why = self.node.core_stopped().unwrap_or_default();
+        tracing::error!(
+            node = self.node.id(),
+            error = %why,
+            "raft's core stopped on an error: stopping this node; fix the cause and start it again (docs/operations.md, \"When a disk fails\")"
+        );
+        let _ = self.stop.send(true);
+        StartError::Storage(format!("raft's core stopped: {why}"))
+    }
+
     /// Serves until `signal` resolves, then shuts down gracefully: a leader
     /// hands leadership to a caught-up follower first, then listeners stop,
     /// Raft stops, and the database is flushed.
@@ -203,6 +215,7 @@ impl RunningNode {
         let mut servers = std::mem::take(&mut self.servers);
         let first_to_end = futures::future::select_all(servers.iter_mut());
         let mut failed = self.log.failed();
+        let mut core = self.node.metrics();
         tokio::select! {
             _ = signal => {}
             (res, i, _) = first_to_end => {
@@ -211,6 +224,13 @@ impl RunningNode {
             }
             Ok(_) = failed.wait_for(|f| f.is_some()) => {
                 return Err(self.stop_on_disk_failure().await);
+            }
+            // openraft stops its core on a storage error outside the log
+            // (a snapshot that cannot be written, say) and leaves the
+            // process up; a node that can no longer apply or vote must
+            // exit, so that its supervisor restarts it.
+            Ok(_) = core.wait_for(|m| m.running_state.is_err()) => {
+                return Err(self.stop_on_core_failure().await);
             }
         }
         info!(node = self.node.id(), "shutting down");

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 /// Waits for node `id` to exit by itself; panics with its log if it has
 /// not within `within`.
-async fn wait_exit(cluster: &mut Cluster, id: u64, within: Duration) -> ExitStatus {
+pub(crate) async fn wait_exit(cluster: &mut Cluster, id: u64, within: Duration) -> ExitStatus {
     let deadline = Instant::now() + within;
     loop {
         if let Some(status) = cluster.exited(id) {
@@ -47,7 +47,7 @@ fn run_bounded(cmd: &mut Command, within: Duration) -> (std::process::Output, bo
     (child.wait_with_output().unwrap(), ended)
 }
 
-fn log_of(cluster: &Cluster, id: u64) -> String {
+pub(crate) fn log_of(cluster: &Cluster, id: u64) -> String {
     std::fs::read_to_string(&cluster.node(id).log).unwrap_or_default()
 }
 
@@ -99,7 +99,7 @@ fn damage_the_middle_of_the_log(data_dir: &Path) -> (PathBuf, u64) {
 }
 
 /// Acquires and releases `n` locks: at least `n` log entries.
-async fn churn(cluster: &Cluster, n: usize) -> u64 {
+pub(crate) async fn churn(cluster: &Cluster, n: usize) -> u64 {
     let client = cluster.client().await;
     let session = client.session(Duration::from_secs(30)).await.unwrap();
     let mut token = 0;

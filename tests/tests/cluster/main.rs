@@ -12,3 +12,4 @@ mod recovery;
 mod replication;
 mod restart;
 mod snapshots;
+mod storage_faults;
