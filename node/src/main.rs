@@ -131,7 +131,7 @@ struct RecoverArgs {
 
 async fn recover(a: RecoverArgs) -> anyhow::Result<()> {
     use raftlock_node::config::{cluster_id, parse_initial_cluster};
-    use raftlock_store::{backup, data_dir::DataDir};
+    use raftlock_store::{backup, data_dir::DataDir, data_dir::Standing};
     anyhow::ensure!(a.force_new_cluster, "recover needs --force-new-cluster");
     let members = parse_initial_cluster(&a.initial_cluster).context("--initial-cluster")?;
     anyhow::ensure!(
@@ -155,9 +155,11 @@ async fn recover(a: RecoverArgs) -> anyhow::Result<()> {
         .with_extension(format!("before-recovery-{}", now / 1000));
     std::fs::rename(&a.data_dir, &kept)
         .with_context(|| format!("cannot move {} aside", a.data_dir.display()))?;
-    let data = DataDir::open(&a.data_dir, a.id, Some(&cluster_id(&members)))?;
+    let mut data = DataDir::open(&a.data_dir, a.id, Some(&cluster_id(&members)))?;
     let bytes = backup::encode(&machine, floor, now, "recovered");
     backup::seed(&data, &bytes, raftlock_node::config::member_nodes(&members)).await?;
+    // Seeded with everything the new cluster starts from: a full member.
+    data.set_standing(Standing::Member, None)?;
     println!(
         "node {} is now a one-node cluster with the state of index {last_index} ({} sessions, {} locks); \
          new entries and tokens start above index {floor}. The old data dir is kept at {}. \
@@ -216,7 +218,7 @@ struct RestoreArgs {
 
 async fn restore(a: RestoreArgs) -> anyhow::Result<()> {
     use raftlock_node::config::{cluster_id, parse_initial_cluster};
-    use raftlock_store::{backup, data_dir::DataDir};
+    use raftlock_store::{backup, data_dir::DataDir, data_dir::Standing};
     let members = parse_initial_cluster(&a.initial_cluster).context("--initial-cluster")?;
     if !members.contains_key(&a.id) {
         anyhow::bail!("--initial-cluster does not name node {}", a.id);
@@ -225,7 +227,7 @@ async fn restore(a: RestoreArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot read {}", a.snapshot.display()))?;
     let (header, machine) = backup::decode(&bytes)?;
     let floor = token_floor(header.last_index, a.token_gap)?;
-    let data = DataDir::open(&a.data_dir, a.id, Some(&cluster_id(&members)))?;
+    let mut data = DataDir::open(&a.data_dir, a.id, Some(&cluster_id(&members)))?;
     if !data.is_fresh() {
         anyhow::bail!(
             "{} already holds data; restore needs an empty data dir",
@@ -237,6 +239,8 @@ async fn restore(a: RestoreArgs) -> anyhow::Result<()> {
     // at the same index, so their logs agree.
     let seeded = backup::encode(&machine, floor, header.created_at_ms, &header.cluster_id);
     let index = backup::seed(&data, &seeded, nodes).await?;
+    // Seeded with everything the new cluster starts from: a full member.
+    data.set_standing(Standing::Member, None)?;
     println!(
         "restored node {} from {} (taken at index {} from cluster {:?}); start it with the same --data-dir; new entries and tokens start above index {index}",
         a.id,

@@ -143,6 +143,47 @@ pub struct Identity {
     /// and no entries.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub joining: bool,
+    /// Random, drawn when the directory is created and never changed:
+    /// which copy of the node's state this is. A node whose directory is
+    /// replaced comes back under a new one, so peers that knew the old one
+    /// (a formation, `formed_with`) do not take the new for it. Directories
+    /// of releases before it get one on their next start.
+    #[serde(default)]
+    pub incarnation: u64,
+    /// Whether the node may vote and acknowledge with what it stores
+    /// (docs/design.md, "A node that lost its state").
+    #[serde(default, skip_serializing_if = "Standing::is_member")]
+    pub standing: Standing,
+    /// The members (id, incarnation) that were all empty when this node
+    /// formed its cluster with them: a member among them that is still
+    /// forming may join that formation; any other empty member rejoins.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub formed_with: Vec<(u64, u64)>,
+}
+
+/// Whether a node may vote and acknowledge with what its data dir holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Standing {
+    /// It holds everything it ever acknowledged: a full member.
+    #[default]
+    Member,
+    /// Created empty with `--initial-cluster`: either a new cluster is
+    /// being formed (every member empty) or this node lost its state and
+    /// must rejoin. It asks its peers before it votes.
+    Forming,
+    /// It lost state it may have acknowledged (a replaced directory, a log
+    /// that ends before where it is known to end): it neither votes nor
+    /// acknowledges entries of a term older than its peers' until it holds
+    /// everything a majority may have committed.
+    Rejoining,
+}
+
+impl Standing {
+    /// A full member.
+    pub fn is_member(&self) -> bool {
+        *self == Standing::Member
+    }
 }
 
 /// An opened, checked data directory.
@@ -244,11 +285,20 @@ impl DataDir {
             fs::File::open(path)
                 .and_then(|d| d.sync_all())
                 .map_err(io(path))?;
+            // Empty and told its cluster: a new cluster's member, or a
+            // member whose state is gone. Only its peers can tell which.
+            let standing = match cluster_id {
+                Some(_) => Standing::Forming,
+                None => Standing::Member,
+            };
             let identity = Identity {
                 format_version: FORMAT_VERSION,
                 node_id,
                 cluster_id: cluster_id.map(str::to_owned),
                 joining: false,
+                incarnation: new_incarnation(),
+                standing,
+                formed_with: Vec::new(),
             };
             write_durably(
                 &identity_path,
@@ -265,8 +315,11 @@ impl DataDir {
             _lock: lock,
         };
         dir.migrate_sled()?;
-        if dir.identity.format_version < FORMAT_VERSION {
+        if dir.identity.format_version < FORMAT_VERSION || dir.identity.incarnation == 0 {
             dir.identity.format_version = FORMAT_VERSION;
+            if dir.identity.incarnation == 0 {
+                dir.identity.incarnation = new_incarnation();
+            }
             dir.write_identity()?;
         }
         Ok(dir)
@@ -321,6 +374,9 @@ impl DataDir {
             node_id: self.identity.node_id,
             cluster_id: self.identity.cluster_id.clone(),
             joining: true,
+            incarnation: new_incarnation(),
+            standing: Standing::Member,
+            formed_with: Vec::new(),
         };
         fs::rename(&path, aside).map_err(io(&path))?;
         // The lock moved with the old directory; the new one takes its own
@@ -412,6 +468,47 @@ impl DataDir {
         write_durably(&self.path.join(IDENTITY_FILE), &bytes).map_err(io(&self.path))
     }
 
+    /// Records this node's standing, durably, before it acts on it: a
+    /// node that restarts must not vote on a standing it had only in
+    /// memory. `formed_with` is kept unless given.
+    pub fn set_standing(
+        &mut self,
+        standing: Standing,
+        formed_with: Option<Vec<(u64, u64)>>,
+    ) -> Result<(), DataDirError> {
+        self.identity.standing = standing;
+        if let Some(f) = formed_with {
+            self.identity.formed_with = f;
+        }
+        self.write_identity()
+    }
+
+    /// Moves the log (`wal/`, `wal.end`) and the snapshot aside into
+    /// `lost-<unix seconds>/` inside the directory, kept for a post-mortem,
+    /// and starts an empty log in their place, standing
+    /// [`Standing::Rejoining`]: for a log that lost durable records, whose
+    /// node must catch up from the others before it votes again. Returns
+    /// where they went.
+    pub fn set_aside_lost_log(&mut self) -> Result<PathBuf, DataDirError> {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let aside = self.path.join(format!("lost-{secs}"));
+        fs::create_dir_all(&aside).map_err(io(&aside))?;
+        for name in [WAL_DIR, "wal.end", "snapshot"] {
+            let from = self.path.join(name);
+            if from.exists() {
+                fs::rename(&from, aside.join(name)).map_err(io(&from))?;
+            }
+        }
+        fs::create_dir_all(self.wal_dir()).map_err(io(&self.path))?;
+        fs::File::open(&self.path)
+            .and_then(|d| d.sync_all())
+            .map_err(io(&self.path))?;
+        self.set_standing(Standing::Rejoining, Some(Vec::new()))?;
+        Ok(aside)
+    }
+
     /// Records the cluster a joining node was added to.
     pub fn set_cluster_id(&mut self, cluster_id: &str) -> Result<(), DataDirError> {
         if self.identity.cluster_id.as_deref() == Some(cluster_id) {
@@ -450,6 +547,11 @@ impl DataDir {
     pub fn snapshot_file(&self) -> PathBuf {
         self.path.join("snapshot")
     }
+}
+
+/// A new incarnation id: random, never 0 (0 is "none yet").
+fn new_incarnation() -> u64 {
+    rand::random::<u64>().max(1)
 }
 
 fn read_identity(path: &Path) -> Result<Identity, DataDirError> {

@@ -3,11 +3,12 @@
 //! and encodes `Result<response, error>` back in the request's format.
 
 use crate::raft::peer_codec;
+use crate::raft::standing::Gate;
 use futures::Stream;
 use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1::raft_server::Raft as RaftService;
 use raftlock_proto::v1::RaftPayload;
-use raftlock_store::Raft;
+use raftlock_store::{Raft, TypeConfig};
 use serde::Serialize;
 use std::pin::Pin;
 use tonic::{Request, Response, Status, Streaming};
@@ -21,19 +22,25 @@ pub struct PeerService {
     /// Calls from another cluster are refused; a joining node learns its
     /// cluster from the first leader's call.
     cluster: crate::raft::cluster_identity::ClusterIdentity,
+    /// While this node may not vote with what it holds, votes and entries
+    /// of older terms are refused (`raft/standing.rs`).
+    gate: Gate,
 }
 
 impl PeerService {
-    /// Serves `raft` for members of `cluster` until `stopping` turns true.
+    /// Serves `raft` for members of `cluster` until `stopping` turns true,
+    /// letting through what `gate` admits.
     pub fn new(
         raft: Raft,
         stopping: tokio::sync::watch::Receiver<bool>,
         cluster: crate::raft::cluster_identity::ClusterIdentity,
+        gate: Gate,
     ) -> Self {
         PeerService {
             raft,
             stopping,
             cluster,
+            gate,
         }
     }
 }
@@ -70,11 +77,16 @@ impl RaftService for PeerService {
     ) -> Result<Response<AppendStream>, Status> {
         self.cluster.admit_request(&req)?;
         let inbound = req.into_inner();
-        let state = (inbound, self.raft.clone(), self.stopping.clone());
+        let state = (
+            inbound,
+            self.raft.clone(),
+            self.stopping.clone(),
+            self.gate.clone(),
+        );
         // One request at a time, as the leader's replication of this peer
         // sends them: each answer goes out before the next is read.
         let answers =
-            futures::stream::try_unfold(state, |(mut inbound, raft, mut stopping)| async {
+            futures::stream::try_unfold(state, |(mut inbound, raft, mut stopping, gate)| async {
                 let msg = tokio::select! {
                     msg = inbound.message() => msg?,
                     _ = stopping.wait_for(|s| *s) => None,
@@ -82,22 +94,25 @@ impl RaftService for PeerService {
                 let Some(msg) = msg else {
                     return Ok(None);
                 };
-                let (req, binary) = decode(Request::new(msg))?;
+                let (req, binary) =
+                    decode::<openraft::raft::AppendEntriesRequest<TypeConfig>>(Request::new(msg))?;
                 if !binary {
                     return Err(reason::status(
                         Reason::InvalidArgument,
                         "AppendEntriesStream carries binary messages only",
                     ));
                 }
+                gate.admit_entries(req.vote.leader_id.term)?;
                 let res = raft.append_entries(req).await;
                 let data = encode(&res, true)?.into_inner();
-                Ok(Some((data, (inbound, raft, stopping))))
+                Ok(Some((data, (inbound, raft, stopping, gate))))
             });
         Ok(Response::new(Box::pin(answers)))
     }
 
     async fn vote(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
         self.cluster.admit_request(&req)?;
+        self.gate.admit_vote()?;
         let (req, binary) = decode(req)?;
         let res = self.raft.vote(req).await;
         encode(&res, binary)
@@ -108,7 +123,8 @@ impl RaftService for PeerService {
         req: Request<RaftPayload>,
     ) -> Result<Response<RaftPayload>, Status> {
         self.cluster.admit_request(&req)?;
-        let (req, binary) = decode(req)?;
+        let (req, binary) = decode::<openraft::raft::AppendEntriesRequest<TypeConfig>>(req)?;
+        self.gate.admit_entries(req.vote.leader_id.term)?;
         let res = self.raft.append_entries(req).await;
         encode(&res, binary)
     }
@@ -118,8 +134,20 @@ impl RaftService for PeerService {
         req: Request<RaftPayload>,
     ) -> Result<Response<RaftPayload>, Status> {
         self.cluster.admit_request(&req)?;
-        let (req, binary) = decode(req)?;
+        let (req, binary) = decode::<openraft::raft::InstallSnapshotRequest<TypeConfig>>(req)?;
+        self.gate.admit_entries(req.vote.leader_id.term)?;
         let res = self.raft.install_snapshot(req).await;
         encode(&res, binary)
+    }
+
+    async fn probe(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
+        self.cluster.admit_request(&req)?;
+        let data = serde_json::to_vec(&self.gate.answer(&self.raft)).map_err(|e| {
+            reason::status(
+                Reason::Internal,
+                format!("cannot encode a probe answer: {e}"),
+            )
+        })?;
+        Ok(Response::new(RaftPayload { data }))
     }
 }

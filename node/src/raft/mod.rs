@@ -8,7 +8,8 @@
 //! leadership confirmation ([`confirm`]), the peer network and its wire
 //! encoding ([`network`], [`peer_codec`]), leadership transfer
 //! ([`transfer`]), the cluster identity every peer call carries
-//! ([`cluster_identity`]) and the data dir's free-space alarm ([`space`]);
+//! ([`cluster_identity`]), the data dir's free-space alarm ([`space`]) and
+//! whether this node may vote with what it stores ([`standing`]);
 //! [`start`] starts it all on a node's opened storage.
 //! Nothing here imports the lock service, a transport or an operations
 //! module.
@@ -20,5 +21,6 @@ pub mod network;
 pub mod node;
 pub mod peer_codec;
 pub mod space;
+pub mod standing;
 pub mod start;
 pub mod transfer;

@@ -37,6 +37,7 @@ pub(super) async fn serve(
     auth: &crate::auth::SharedAuth,
     network: PeerNetwork,
     cluster_identity: ClusterIdentity,
+    gate: crate::raft::standing::Gate,
     stop: &watch::Sender<bool>,
 ) -> Result<Vec<tokio::task::JoinHandle<Result<(), tonic::transport::Error>>>, StartError> {
     let stopped = stop.subscribe();
@@ -69,6 +70,7 @@ pub(super) async fn serve(
                 raft.clone(),
                 stopped.clone(),
                 cluster_identity.clone(),
+                gate,
             ))
             .max_decoding_message_size(64 << 20)
             .max_encoding_message_size(64 << 20),

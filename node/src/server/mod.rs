@@ -50,6 +50,9 @@ pub enum StartError {
     /// The TLS material is unusable.
     #[error("tls: {0}")]
     Tls(String),
+    /// The node may not vote with what it holds and cannot find out more.
+    #[error("{0}")]
+    Standing(String),
 }
 
 /// A started node.
@@ -70,6 +73,13 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     let (data, log, sm) = storage::open(&config).await?;
     let joining = data.identity().joining;
     let data = Arc::new(parking_lot::Mutex::new(data));
+    let gate = crate::raft::standing::Gate::new(config.id, data.clone());
+    if !gate.is_member() && config.initial_cluster.is_empty() {
+        return Err(StartError::Standing(format!(
+            "node {} does not hold everything it once acknowledged (its data dir is new or its log was damaged) and must ask the other members before it votes again; start it with --initial-cluster naming them",
+            config.id
+        )));
+    }
     let cluster_identity =
         crate::raft::cluster_identity::ClusterIdentity::new(config.id, data.clone());
     let auth = crate::auth::shared(match &config.auth_file {
@@ -112,8 +122,28 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
             node = config.id,
             "this data dir was set up to rejoin its cluster: waiting to be added as a learner (--initial-cluster is ignored)"
         );
-    } else {
+    } else if gate.is_member() {
         storage::bootstrap(&raft, &config, &me).await?;
+    } else {
+        // Not a vote before its peers have said what they hold; set here,
+        // before the peer port opens, not in the task that lifts it.
+        raft.runtime_config().elect(false);
+        let earn = crate::raft::standing::earn(
+            gate.clone(),
+            raft.clone(),
+            crate::config::member_nodes(&config.initial_cluster),
+            network.clone(),
+            log.flushed(),
+            stopped.clone(),
+        );
+        let (raft, config, me) = (raft.clone(), config.clone(), me.clone());
+        tokio::spawn(async move {
+            if earn.await == crate::raft::standing::Earned::Formed {
+                if let Err(e) = storage::bootstrap(&raft, &config, &me).await {
+                    tracing::error!(node = config.id, error = %e, "could not form the cluster");
+                }
+            }
+        });
     }
 
     let locks = Locks::start(node.clone(), config.watch_history);
@@ -126,6 +156,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         &auth,
         network,
         cluster_identity,
+        gate,
         &stop,
     )
     .await?;

@@ -15,7 +15,8 @@ pub(super) async fn open(
     config: &NodeConfig,
 ) -> Result<(DataDir, Wal, StateMachineStore), StartError> {
     let cluster = (!config.initial_cluster.is_empty()).then(|| cluster_id(&config.initial_cluster));
-    let data = DataDir::open(&config.data_dir, config.id, cluster.as_deref())?;
+    let mut data = DataDir::open(&config.data_dir, config.id, cluster.as_deref())?;
+    set_aside_a_log_that_ends_early(&mut data, config)?;
     if let Some(delay) = config.fault_sync_delay {
         warn!(
             node = config.id,
@@ -51,6 +52,39 @@ pub(super) async fn open(
         raftlock_store::planted::set_restart_index(state.last_log_id.map(|l| l.index).unwrap_or(0));
     }
     Ok((data, log, sm))
+}
+
+/// A log that ends before where it is known to have reached (a zeroed
+/// block, a missing segment, an emptied `wal/`) may lack entries this node
+/// acknowledged: it is moved aside, and the node rejoins with an empty log
+/// and votes again only once it has caught up (`raft/standing.rs`). That
+/// needs the other members' addresses; without `--initial-cluster` the
+/// node refuses to start, as it does on any other damage.
+fn set_aside_a_log_that_ends_early(
+    data: &mut DataDir,
+    config: &NodeConfig,
+) -> Result<(), StartError> {
+    if data.is_fresh() || !data.wal_dir().exists() {
+        return Ok(());
+    }
+    let err = match raftlock_store::wal::read_only(&data.wal_dir()) {
+        Ok(_) => return Ok(()),
+        Err(e) => e,
+    };
+    let Some(damage) = raftlock_store::wal::recover::Damage::find(&err) else {
+        return Ok(());
+    };
+    if !damage.ends_early || config.initial_cluster.is_empty() {
+        return Ok(());
+    }
+    let aside = data.set_aside_lost_log()?;
+    error!(
+        node = config.id,
+        damage = %damage,
+        kept_at = %aside.display(),
+        "the write-ahead log lost records it had made durable: it is kept aside, and this node rejoins with an empty log; it votes again once it holds what the other members may have committed"
+    );
+    Ok(())
 }
 
 /// Initializes the cluster on a first start: only when this node's Raft

@@ -8,7 +8,7 @@ use std::io;
 
 use super::disk::{WalDir, WalFile};
 use super::format::{
-    padded, segment_name, BatchHeader, Effect, Encoded, LogImage, BATCH_HEADER, FRAME_LEN,
+    padded, segment_name, BatchHeader, Effect, Encoded, LogEnd, LogImage, BATCH_HEADER, FRAME_LEN,
     HEADER_LEN, MAGIC, MAX_RECORD, WAL_VERSION,
 };
 pub use super::recover::RecoveryReport;
@@ -40,6 +40,13 @@ pub struct Core<D: WalDir> {
     vote: Option<Vote<NodeId>>,
     committed: Option<LogId>,
     purged: Option<LogId>,
+}
+
+/// Records durably that the log reaches segment `segment` and batch
+/// `batch` (`format::LogEnd`).
+fn record_end<D: WalDir>(dir: &D, segment: u64, batch: u64) -> io::Result<()> {
+    let bytes = serde_json::to_vec(&LogEnd { segment, batch }).map_err(io::Error::other)?;
+    dir.write_end(&bytes)
 }
 
 impl<D: WalDir> Core<D> {
@@ -103,6 +110,8 @@ impl<D: WalDir> Core<D> {
         };
         if version != WAL_VERSION {
             core.rotate(0)?;
+        } else {
+            record_end(&core.dir, seq, core.next_seq)?;
         }
         Ok((core, image, report))
     }
@@ -126,6 +135,7 @@ impl<D: WalDir> Core<D> {
         };
         let batch = framed(first, &checkpoint)?;
         let file = Self::new_segment(&dir, seq, segment_bytes, &batch)?;
+        record_end(&dir, seq, next_seq + 1)?;
         let offset = HEADER_LEN + batch.len() as u64;
         segments.push(Segment {
             seq,
@@ -186,6 +196,7 @@ impl<D: WalDir> Core<D> {
             .max(HEADER_LEN + batch.len() as u64 + need);
         self.file = Self::new_segment(&self.dir, seq, len, &batch)?;
         self.next_seq += 1;
+        record_end(&self.dir, seq, self.next_seq)?;
         if let Some(s) = self.segments.last_mut() {
             s.end = self.offset;
         }

@@ -216,3 +216,54 @@ async fn after_a_failed_sync_the_log_takes_no_write_and_says_why() {
         vec![1, 2]
     );
 }
+
+/// Opens the log on `disk` and expects it refused as ending early.
+fn ends_early(disk: SimDir) -> String {
+    let err = Core::open(disk, SEGMENT).err().expect("refused");
+    let damage = super::recover::Damage::find(&err).expect("a Damage error");
+    assert!(damage.ends_early, "{err}");
+    err.to_string()
+}
+
+#[test]
+fn a_log_that_lost_its_newest_segment_header_its_newest_segment_or_every_segment_ends_early() {
+    use super::disk::{WalDir, WalFile};
+    // The newest segment's first 4 KiB zeroed: its header reads as one a
+    // crash left unborn, which the end record rules out.
+    let disk = SimDir::new();
+    let segments = several_segments(&disk);
+    let (newest, _) = segments.last().cloned().unwrap();
+    let mut f = disk.open(&newest).unwrap();
+    f.write_at(&[0; 4096], 0).unwrap();
+    f.sync_data().unwrap();
+    let err = ends_early(disk);
+    assert!(err.contains(&newest), "{err}");
+
+    let disk = SimDir::new();
+    let segments = several_segments(&disk);
+    disk.remove(&segments.last().unwrap().0).unwrap();
+    ends_early(disk);
+
+    let disk = SimDir::new();
+    for (name, _) in several_segments(&disk) {
+        disk.remove(&name).unwrap();
+    }
+    let err = ends_early(disk);
+    assert!(err.contains("no segment at all"), "{err}");
+}
+
+#[test]
+fn a_crash_while_a_segment_starts_does_not_end_the_log_early() {
+    use super::disk::WalDir;
+    let disk = SimDir::new();
+    let segments = several_segments(&disk);
+    // The next segment created, its header never synced: as if a crash
+    // came in the middle of a rotation.
+    let next = format!(
+        "{:016x}.wal",
+        u64::from_str_radix(segments.last().unwrap().0.trim_end_matches(".wal"), 16).unwrap() + 1
+    );
+    disk.create(&next).unwrap();
+    let (_, image, _) = Core::open(disk, SEGMENT).unwrap();
+    assert_eq!(image.entries.len(), 20);
+}

@@ -37,6 +37,12 @@ pub trait WalDir: Send + Sync + 'static {
     fn remove(&self, name: &str) -> io::Result<()>;
     /// Makes creations and removals durable (fsync of the directory).
     fn sync(&self) -> io::Result<()>;
+    /// The durable record of where the log ends (`format::LogEnd`), kept
+    /// outside the directory's segments so that a directory emptied of
+    /// them still says it had a log.
+    fn read_end(&self) -> io::Result<Option<Vec<u8>>>;
+    /// Replaces that record durably.
+    fn write_end(&self, bytes: &[u8]) -> io::Result<()>;
 }
 
 /// A directory of the real file system.
@@ -121,6 +127,15 @@ impl WalFile for fs::File {
     }
 }
 
+impl FsDir {
+    /// `<dir>.end` beside the directory (`wal.end` for `wal/`).
+    fn end_path(&self) -> PathBuf {
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(".end");
+        self.path.with_file_name(name)
+    }
+}
+
 impl WalDir for FsDir {
     type File = fs::File;
 
@@ -158,6 +173,19 @@ impl WalDir for FsDir {
 
     fn sync(&self) -> io::Result<()> {
         fs::File::open(&self.path)?.sync_all()
+    }
+
+    fn read_end(&self) -> io::Result<Option<Vec<u8>>> {
+        match fs::read(self.end_path()) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn write_end(&self, bytes: &[u8]) -> io::Result<()> {
+        self.refuse_write()?;
+        crate::data_dir::write_durably(&self.end_path(), bytes)
     }
 }
 
@@ -248,6 +276,14 @@ impl WalDir for LoseUnsyncedDir {
     fn sync(&self) -> io::Result<()> {
         self.inner.sync()
     }
+
+    fn read_end(&self) -> io::Result<Option<Vec<u8>>> {
+        self.inner.read_end()
+    }
+
+    fn write_end(&self, bytes: &[u8]) -> io::Result<()> {
+        self.inner.write_end(bytes)
+    }
 }
 
 /// A directory whose every `fdatasync` takes `delay` longer: a slow or
@@ -320,6 +356,15 @@ impl<D: WalDir> WalDir for SlowSyncDir<D> {
         std::thread::sleep(self.delay);
         self.inner.sync()
     }
+
+    fn read_end(&self) -> io::Result<Option<Vec<u8>>> {
+        self.inner.read_end()
+    }
+
+    fn write_end(&self, bytes: &[u8]) -> io::Result<()> {
+        std::thread::sleep(self.delay);
+        self.inner.write_end(bytes)
+    }
 }
 
 /// A simulated disk: what was written is visible at once, but only what was
@@ -342,6 +387,8 @@ struct SimDisk {
     removed: BTreeMap<String, SimFileState>,
     /// Incremented on every crash, so handles from before it stop working.
     epoch: u64,
+    /// The end record, written durably at once (as `write_durably` does).
+    end: Option<Vec<u8>>,
     /// Testing the test: pretend every sync worked without making anything
     /// durable, like a WAL that skips its fdatasync.
     syncs_do_nothing: bool,
@@ -595,6 +642,18 @@ impl WalDir for SimDir {
         if !d.syncs_do_nothing {
             d.durable_names = d.files.keys().cloned().collect();
             d.removed.clear();
+        }
+        Ok(())
+    }
+
+    fn read_end(&self) -> io::Result<Option<Vec<u8>>> {
+        Ok(self.lock().end.clone())
+    }
+
+    fn write_end(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut d = self.lock();
+        if !d.syncs_do_nothing {
+            d.end = Some(bytes.to_vec());
         }
         Ok(())
     }

@@ -255,6 +255,20 @@ impl BatchHeader {
     }
 }
 
+/// Where the log is known to reach, kept durably outside its segments
+/// (`wal.end`, JSON): segment `segment` exists and every batch numbered
+/// below `batch` was written. Replaced each time a segment is started and
+/// each time the log is opened; both only grow. A log read back that ends
+/// before it lost durable records (a zeroed segment header, a missing
+/// newest segment, an emptied directory), which no crash can do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogEnd {
+    /// The newest segment.
+    pub segment: u64,
+    /// The number of the next batch.
+    pub batch: u64,
+}
+
 pub(crate) fn segment_name(seq: u64) -> String {
     format!("{seq:016x}.wal")
 }

@@ -13,7 +13,7 @@
 
 use super::disk::{WalDir, WalFile};
 use super::format::{
-    segment_name, BatchHeader, LogImage, RecordIn, BATCH_HEADER, BATCH_MAGIC, FRAME_LEN,
+    segment_name, BatchHeader, LogEnd, LogImage, RecordIn, BATCH_HEADER, BATCH_MAGIC, FRAME_LEN,
     HEADER_LEN, MAGIC, MAX_RECORD, V1, WAL_VERSION,
 };
 use std::io;
@@ -41,6 +41,10 @@ pub struct Damage {
     pub what: String,
     /// Why it cannot be a torn write.
     pub why: String,
+    /// The log ends before where it is known to have reached (`wal.end`):
+    /// what it holds may be whole, but it lost its end, so the node may
+    /// have acknowledged entries it no longer has.
+    pub ends_early: bool,
 }
 
 impl Damage {
@@ -253,6 +257,7 @@ pub(crate) fn read_log<D: WalDir>(dir: &D) -> io::Result<Recovered> {
                 } else {
                     "only the last segment can end in a torn write".into()
                 },
+                ends_early: false,
             }
             .into_io());
         }
@@ -292,6 +297,7 @@ pub(crate) fn read_log<D: WalDir>(dir: &D) -> io::Result<Recovered> {
                     last_good_index: last_index(&out.image),
                     what,
                     why: "it is not in the last segment, and a segment is synced in full before the next one starts".into(),
+                    ends_early: false,
                 }
                 .into_io());
             }
@@ -315,6 +321,7 @@ pub(crate) fn read_log<D: WalDir>(dir: &D) -> io::Result<Recovered> {
                     "batch {} at offset {at} was written after bytes up to offset {} were synced, so these bytes were durable",
                     later.seq, later.synced_to
                 ),
+                ends_early: false,
             }
             .into_io());
         }
@@ -326,7 +333,55 @@ pub(crate) fn read_log<D: WalDir>(dir: &D) -> io::Result<Recovered> {
         out.end = Some(stop_at);
     }
     out.next_seq = expected.unwrap_or(1);
+    check_end(dir, &out, expected)?;
     Ok(out)
+}
+
+/// Refuses a log that ends before `wal.end` says it reached: every segment
+/// header and batch before that point was synced before the record was
+/// written, so no crash can take them; a lost block, a lost file or an
+/// emptied directory can.
+fn check_end<D: WalDir>(dir: &D, out: &Recovered, expected: Option<u64>) -> io::Result<()> {
+    let Some(bytes) = dir.read_end()? else {
+        return Ok(());
+    };
+    let end: LogEnd = serde_json::from_slice(&bytes).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("wal.end, the record of where the log ends, is damaged ({e}); refusing to start on a log whose end cannot be checked"),
+        )
+    })?;
+    let newest = out.segments.last().map(|(seq, ..)| *seq);
+    let short = match (newest, expected) {
+        (None, _) => Some("no segment at all".to_string()),
+        (Some(n), _) if n < end.segment => {
+            Some(format!("segment {} as the newest", segment_name(n)))
+        }
+        (Some(_), Some(next)) if next < end.batch => {
+            Some(format!("batches up to number {}", next.saturating_sub(1)))
+        }
+        _ => None,
+    };
+    let Some(found) = short else {
+        return Ok(());
+    };
+    let (file, offset) = match out.segments.last() {
+        Some((seq, _, _, stop)) if *seq >= end.segment => (segment_name(*seq), *stop),
+        _ => (segment_name(end.segment), 0),
+    };
+    Err(Damage {
+        file,
+        offset,
+        last_good_index: last_index(&out.image),
+        what: format!(
+            "the log ends early: wal.end says it reached segment {} and batch {}, but it holds {found}",
+            segment_name(end.segment),
+            end.batch.saturating_sub(1)
+        ),
+        why: "wal.end is written only once everything before that point was synced, so the missing part was durable (a lost block, a missing segment file, an emptied wal/)".into(),
+        ends_early: true,
+    }
+    .into_io())
 }
 
 /// Reads format 2 batches from the segment's header on. Each batch is

@@ -51,7 +51,7 @@ pub(crate) fn log_of(cluster: &Cluster, id: u64) -> String {
     std::fs::read_to_string(&cluster.node(id).log).unwrap_or_default()
 }
 
-fn wal_files(data_dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn wal_files(data_dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(data_dir.join("wal"))
         .expect("the data dir has a wal/")
         .map(|e| e.unwrap().path())

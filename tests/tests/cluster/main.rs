@@ -6,6 +6,7 @@ mod backup;
 mod disk;
 mod formation;
 mod graceful;
+mod lost_state;
 mod membership;
 mod migration;
 mod recovery;

@@ -1364,6 +1364,11 @@ class RaftStub(object):
                 request_serializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.SerializeToString,
                 response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.FromString,
                 )
+        self.Probe = channel.unary_unary(
+                '/raftlock.v1.Raft/Probe',
+                request_serializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.SerializeToString,
+                response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.FromString,
+                )
 
 
 class RaftServicer(object):
@@ -1407,6 +1412,16 @@ class RaftServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Probe(self, request, context):
+        """What this node holds and whether it may vote with it (JSON: node,
+        incarnation, standing, term, last_log_index, formed_with). Asked by a
+        member with an empty or damaged data dir before it votes again. A node
+        of an older release answers UNIMPLEMENTED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RaftServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -1427,6 +1442,11 @@ def add_RaftServicer_to_server(servicer, server):
             ),
             'InstallSnapshot': grpc.unary_unary_rpc_method_handler(
                     servicer.InstallSnapshot,
+                    request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.FromString,
+                    response_serializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.SerializeToString,
+            ),
+            'Probe': grpc.unary_unary_rpc_method_handler(
+                    servicer.Probe,
                     request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.FromString,
                     response_serializer=raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.SerializeToString,
             ),
@@ -1509,6 +1529,23 @@ class Raft(object):
             timeout=None,
             metadata=None):
         return grpc.experimental.unary_unary(request, target, '/raftlock.v1.Raft/InstallSnapshot',
+            raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.SerializeToString,
+            raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Probe(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/raftlock.v1.Raft/Probe',
             raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.SerializeToString,
             raftlock_dot_v1_dot_raftlock__pb2.RaftPayload.FromString,
             options, channel_credentials,
