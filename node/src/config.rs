@@ -25,6 +25,10 @@ use std::time::Duration;
 /// 1.2 s (openraft 0.9 waits lease + timeout), while only a silence of at
 /// least 900 ms, nine heartbeats, starts an election.
 pub const DEFAULT_ELECTION_TIMEOUT_MS: u64 = 300;
+/// How long a write or sync of the log may go without returning before the
+/// node stops: well above a slow disk's fsync (the disk nemesis adds up to
+/// 500 ms to each), well below what a hung disk would cost the cluster.
+pub const DEFAULT_DISK_STALL_TIMEOUT_MS: u64 = 2_000;
 
 /// How a leader orders its own fsync and its followers' (`--leader-flush`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -103,6 +107,9 @@ pub struct Settings {
     pub fault_lose_unsynced: bool,
     /// Fault injection: ms added to every log sync.
     pub fault_sync_delay_ms: u64,
+    /// A log write or sync that has not returned in this many ms stops
+    /// the node.
+    pub disk_stall_timeout_ms: u64,
     /// `text` or `json`.
     pub log_format: String,
     /// Log filter (none: RUST_LOG or `info,openraft=warn`).
@@ -143,6 +150,7 @@ impl Default for Settings {
             space_reserve_mb: None,
             fault_lose_unsynced: false,
             fault_sync_delay_ms: 0,
+            disk_stall_timeout_ms: DEFAULT_DISK_STALL_TIMEOUT_MS,
             log_format: "text".into(),
             log_level: None,
             listen_metrics: None,
@@ -255,6 +263,9 @@ pub struct NodeConfig {
     pub follower_flush: FollowerFlush,
     /// Free-space reserve in bytes (`None`: the default; 0: off).
     pub space_reserve: Option<u64>,
+    /// A log write or sync that has not returned within this stops the
+    /// node (`None`: never).
+    pub disk_stall_timeout: Option<Duration>,
     /// Log writes stay in memory until synced (fault injection).
     pub fault_lose_unsynced: bool,
     /// Added to every log sync (fault injection).
@@ -459,6 +470,8 @@ impl Settings {
             leader_flush: self.leader_flush,
             follower_flush: self.follower_flush,
             space_reserve: self.space_reserve_mb.map(|mb| mb << 20),
+            disk_stall_timeout: (self.disk_stall_timeout_ms > 0)
+                .then(|| Duration::from_millis(self.disk_stall_timeout_ms)),
             fault_lose_unsynced: self.fault_lose_unsynced,
             fault_sync_delay: (self.fault_sync_delay_ms > 0)
                 .then(|| Duration::from_millis(self.fault_sync_delay_ms)),

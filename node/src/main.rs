@@ -326,7 +326,13 @@ async fn main() -> anyhow::Result<()> {
             let node = raftlock_node::server::start(config)
                 .await
                 .context("raftlockd cannot start")?;
-            node.run_until(shutdown_signal()).await?;
+            if let Err(e) = node.run_until(shutdown_signal()).await {
+                // Exit here, not by returning: dropping the runtime waits
+                // for its threads, and one may be stuck in a write to a
+                // disk that hangs.
+                eprintln!("Error: {e}");
+                std::process::exit(1);
+            }
             Ok(())
         }
     }

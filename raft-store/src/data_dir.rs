@@ -29,6 +29,8 @@
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::io::Write;
+
+pub use crate::wal::disk::write_durably;
 use std::path::{Path, PathBuf};
 
 /// The data-directory format this build writes and the newest it reads
@@ -560,28 +562,4 @@ fn read_identity(path: &Path) -> Result<Identity, DataDirError> {
         path: path.to_owned(),
         reason: e.to_string(),
     })
-}
-
-/// Writes a file so that after a crash it is either the old or the new
-/// content, never a torn mix: write a temporary, fsync it, rename it over the
-/// target, fsync the directory. An error names the file it happened on: an
-/// operator reads it in the node's last words before it exits.
-pub fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let named = |p: &Path| {
-        let p = p.to_owned();
-        move |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
-    };
-    let tmp = path.with_extension("tmp");
-    {
-        let mut f = fs::File::create(&tmp).map_err(named(&tmp))?;
-        f.write_all(bytes).map_err(named(&tmp))?;
-        f.sync_all().map_err(named(&tmp))?;
-    }
-    fs::rename(&tmp, path).map_err(named(path))?;
-    if let Some(dir) = path.parent() {
-        fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(named(dir))?;
-    }
-    Ok(())
 }

@@ -35,10 +35,13 @@ pub enum Bug {
     /// A lock set (AcquireAll) waiting at the front of a lock's queue is
     /// granted that lock as soon as it is free, before the rest of its set.
     SetGrantsEarly,
+    /// A node that lost its state (an empty data dir, a log set aside)
+    /// votes and acknowledges at once, as one that kept it would.
+    LostStateVotes,
 }
 
 impl Bug {
-    const ALL: [(Bug, &'static str); 8] = [
+    const ALL: [(Bug, &'static str); 9] = [
         (Bug::DoubleGrant, "double-grant"),
         (Bug::TokenReuse, "token-reuse"),
         (Bug::UnconfirmedExpiry, "unconfirmed-expiry"),
@@ -47,6 +50,7 @@ impl Bug {
         (Bug::RateDoubleBurst, "rate-double-burst"),
         (Bug::DamageAsTorn, "damage-as-torn"),
         (Bug::SetGrantsEarly, "set-grants-early"),
+        (Bug::LostStateVotes, "lost-state-votes"),
     ];
 
     /// Reads a bug's name.

@@ -117,6 +117,13 @@ pub struct NodeArgs {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub space_reserve_mb: Option<u64>,
+    /// A write or fdatasync of the log that has not returned after this
+    /// many ms stops the node, as a failed one does: a leader on a disk
+    /// that hangs would otherwise hold the cluster with heartbeats while
+    /// nothing commits [default: 2000; 0 turns it off].
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_stall_timeout_ms: Option<u64>,
     /// Fault injection, never for production: keep the log's writes in
     /// memory until they are synced, so that killing the node loses what a
     /// power loss would (for power-loss drills and tests).

@@ -25,6 +25,9 @@ pub struct PeerService {
     /// While this node may not vote with what it holds, votes and entries
     /// of older terms are refused (`raft/standing.rs`).
     gate: Gate,
+    /// Said in probe answers, so a leader short of space finds a voter
+    /// with room.
+    space: Option<std::sync::Arc<crate::raft::space::SpaceAlarm>>,
 }
 
 impl PeerService {
@@ -41,7 +44,14 @@ impl PeerService {
             stopping,
             cluster,
             gate,
+            space: None,
         }
+    }
+
+    /// Says in probe answers whether `space` is below its reserve.
+    pub fn with_space(mut self, space: std::sync::Arc<crate::raft::space::SpaceAlarm>) -> Self {
+        self.space = Some(space);
+        self
     }
 }
 
@@ -142,7 +152,12 @@ impl RaftService for PeerService {
 
     async fn probe(&self, req: Request<RaftPayload>) -> Result<Response<RaftPayload>, Status> {
         self.cluster.admit_request(&req)?;
-        let data = serde_json::to_vec(&self.gate.answer(&self.raft)).map_err(|e| {
+        let data = serde_json::to_vec(
+            &self
+                .gate
+                .answer(&self.raft, self.space.as_ref().map(|s| s.is_low())),
+        )
+        .map_err(|e| {
             reason::status(
                 Reason::Internal,
                 format!("cannot encode a probe answer: {e}"),

@@ -5,9 +5,11 @@
 //! snapshots) goes on, so that locks drain and a snapshot can free log
 //! segments. The alarm clears by itself when space returns. Only the
 //! leader's disk decides what is refused, since every write goes through
-//! it; each node publishes its own `raftlock_data_dir_free_bytes` and
-//! `raftlock_no_space_alarm` so an alert catches a follower running out
-//! too.
+//! it, and a leader below its reserve hands leadership to a voter with
+//! room (`transfer::move_leadership_when_low`), so the cluster refuses only while
+//! no voter has room; each node publishes its own
+//! `raftlock_data_dir_free_bytes` and `raftlock_no_space_alarm` so an
+//! alert says which node is short.
 
 use crate::error::NodeError;
 use std::path::{Path, PathBuf};
@@ -86,6 +88,13 @@ impl SpaceAlarm {
                 _ = stop.wait_for(|s| *s) => return,
             }
         }
+    }
+}
+
+impl SpaceAlarm {
+    /// Whether the data dir is below its reserve now.
+    pub fn is_low(&self) -> bool {
+        self.low.load(Ordering::Relaxed)
     }
 }
 

@@ -25,29 +25,12 @@
 use parking_lot::{Mutex, RwLock};
 use raftlock_store::data_dir::{DataDir, Standing};
 use raftlock_store::{NodeId, NodeInfo, Raft};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
-/// What a node answers a probe: who it is, whether it may vote, and the
-/// term and log it holds.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProbeAnswer {
-    /// Its node id.
-    pub node: NodeId,
-    /// Its data dir's incarnation.
-    pub incarnation: u64,
-    /// Whether it may vote with what it holds.
-    pub standing: Standing,
-    /// Its current term.
-    pub term: u64,
-    /// The index of the last entry of its log.
-    pub last_log_index: Option<u64>,
-    /// Who formed the cluster with it, by (node, incarnation).
-    pub formed_with: Vec<(u64, u64)>,
-}
+pub use super::network::probe::ProbeAnswer;
 
 /// What this node lets through while it may not vote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,8 +55,10 @@ pub struct Gate {
 impl Gate {
     /// The gate of node `node` as its data dir records its standing.
     pub fn new(node: NodeId, data: Arc<Mutex<DataDir>>) -> Gate {
+        use raftlock_store::planted::{planted, Bug};
         let admits = match data.lock().identity().standing {
             Standing::Member => Admits::All,
+            _ if planted(Bug::LostStateVotes) => Admits::All,
             Standing::Forming | Standing::Rejoining => Admits::Nothing,
         };
         Gate {
@@ -124,8 +109,9 @@ impl Gate {
         ))
     }
 
-    /// This node's answer to a probe.
-    pub fn answer(&self, raft: &Raft) -> ProbeAnswer {
+    /// This node's answer to a probe; `space_low` says whether its data
+    /// dir is below its reserve.
+    pub fn answer(&self, raft: &Raft, space_low: Option<bool>) -> ProbeAnswer {
         let m = raft.metrics().borrow().clone();
         let (incarnation, standing, formed_with) = match &self.data {
             Some(d) => {
@@ -142,6 +128,7 @@ impl Gate {
             term: m.current_term,
             last_log_index: m.last_log_index,
             formed_with,
+            space_low,
         }
     }
 
@@ -377,6 +364,7 @@ mod tests {
             term,
             last_log_index: last,
             formed_with: Vec::new(),
+            space_low: None,
         }
     }
 

@@ -165,6 +165,12 @@ pub async fn start(
         settings.data_dir,
         settings.space_reserve,
         Duration::from_secs(1),
+        stopped.clone(),
+    ));
+    tokio::spawn(super::transfer::move_leadership_when_low(
+        node.clone(),
+        network.clone(),
+        Duration::from_secs(1),
         stopped,
     ));
     Ok(Started {

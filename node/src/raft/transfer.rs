@@ -130,3 +130,62 @@ pub async fn ask_to_campaign(
         })?;
     Ok(())
 }
+
+/// While this node leads with its data dir below the reserve, hands
+/// leadership to a full member that has room (asked with `Probe`), the
+/// most caught-up first: a leader short of space would otherwise refuse
+/// every new session and acquire while its followers could serve them. It
+/// refuses (`NO_SPACE`) only while no other voter has room. Runs until
+/// `stop`.
+pub async fn move_leadership_when_low(
+    node: std::sync::Arc<Node>,
+    network: crate::raft::network::PeerNetwork,
+    every: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut said = std::time::Instant::now() - Duration::from_secs(60);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        if !node.is_leader() || !node.space().is_low() {
+            continue;
+        }
+        let m = node.metrics().borrow().clone();
+        let membership = m.membership_config.membership().clone();
+        let repl = m.replication.clone().unwrap_or_default();
+        let mut with_room = Vec::new();
+        for v in membership.voter_ids().filter(|v| *v != node.id()) {
+            let Some(info) = membership.get_node(&v) else {
+                continue;
+            };
+            if let Ok(a) = network.probe(v, &info.peer_addr).await {
+                if a.space_low == Some(false)
+                    && a.standing == raftlock_store::data_dir::Standing::Member
+                {
+                    with_room.push((repl.get(&v).cloned().flatten().map(|l| l.index), v));
+                }
+            }
+        }
+        let Some((_, target)) = with_room.into_iter().max() else {
+            if said.elapsed() >= Duration::from_secs(30) {
+                tracing::warn!(
+                    node = node.id(),
+                    "NO_SPACE: this leader is below its free-space reserve and no other voter reports room: refusing new sessions, acquires and takes until space is freed"
+                );
+                said = std::time::Instant::now();
+            }
+            continue;
+        };
+        tracing::warn!(
+            node = node.id(),
+            target,
+            "this leader's data dir is below its free-space reserve: handing leadership to node {target}, which has room"
+        );
+        metrics::counter!("raftlock_space_leadership_handoffs_total").increment(1);
+        if let Err(e) = transfer_leadership(&node, target).await {
+            tracing::warn!(node = node.id(), target, error = %e, "could not hand leadership over; trying again");
+        }
+    }
+}

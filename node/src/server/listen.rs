@@ -66,12 +66,15 @@ pub(super) async fn serve(
     let peer_caller = Authenticate(crate::auth::shared(Authenticator::disabled()));
     let peer_router = peer_builder
         .add_service(
-            RaftServer::new(PeerService::new(
-                raft.clone(),
-                stopped.clone(),
-                cluster_identity.clone(),
-                gate,
-            ))
+            RaftServer::new(
+                PeerService::new(
+                    raft.clone(),
+                    stopped.clone(),
+                    cluster_identity.clone(),
+                    gate,
+                )
+                .with_space(node.space().clone()),
+            )
             .max_decoding_message_size(64 << 20)
             .max_encoding_message_size(64 << 20),
         )

@@ -71,6 +71,9 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     // Before the storage opens: loading the snapshot records how long it took.
     crate::ops::metrics::recorder();
     let (data, log, sm) = storage::open(&config).await?;
+    if let Some(limit) = config.disk_stall_timeout {
+        log.end_on_stall(limit);
+    }
     let joining = data.identity().joining;
     let data = Arc::new(parking_lot::Mutex::new(data));
     let gate = crate::raft::standing::Gate::new(config.id, data.clone());

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// One file of the log.
@@ -185,7 +185,7 @@ impl WalDir for FsDir {
 
     fn write_end(&self, bytes: &[u8]) -> io::Result<()> {
         self.refuse_write()?;
-        crate::data_dir::write_durably(&self.end_path(), bytes)
+        write_durably(&self.end_path(), bytes)
     }
 }
 
@@ -657,4 +657,28 @@ impl WalDir for SimDir {
         }
         Ok(())
     }
+}
+
+/// Writes a file so that after a crash it is either the old or the new
+/// content, never a torn mix: write a temporary, fsync it, rename it over the
+/// target, fsync the directory. An error names the file it happened on: an
+/// operator reads it in the node's last words before it exits.
+pub fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let named = |p: &Path| {
+        let p = p.to_owned();
+        move |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
+    };
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = fs::File::create(&tmp).map_err(named(&tmp))?;
+        std::io::Write::write_all(&mut f, bytes).map_err(named(&tmp))?;
+        f.sync_all().map_err(named(&tmp))?;
+    }
+    fs::rename(&tmp, path).map_err(named(path))?;
+    if let Some(dir) = path.parent() {
+        fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(named(dir))?;
+    }
+    Ok(())
 }

@@ -127,6 +127,11 @@ struct Inner {
     /// This node's id once it writes the appends of other leaders on the
     /// calling thread (see [`Wal::flush_follower_appends_inline`]).
     inline_for: std::sync::OnceLock<NodeId>,
+    /// When the write (and sync) under way began, in ms since `epoch`; 0
+    /// while none is. Read without the writer's lock, which a write that
+    /// hangs holds (see [`Wal::end_on_stall`]).
+    busy_since: Arc<std::sync::atomic::AtomicU64>,
+    epoch: std::time::Instant,
 }
 
 impl Wal {
@@ -160,8 +165,12 @@ impl Wal {
         let (appended, _) = tokio::sync::watch::channel(image.last_log_id());
         let writer_flushed = flushed.clone();
         let (failed, _) = tokio::sync::watch::channel(None);
+        let busy_since = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let epoch = std::time::Instant::now();
         let process: Arc<parking_lot::Mutex<dyn Process>> =
             Arc::new(parking_lot::Mutex::new(Writer {
+                busy_since: busy_since.clone(),
+                epoch,
                 core,
                 stats: writer_stats,
                 flushed: writer_flushed,
@@ -192,6 +201,8 @@ impl Wal {
                     process,
                     queued,
                     inline_for: std::sync::OnceLock::new(),
+                    busy_since,
+                    epoch,
                 }),
             },
             report,
@@ -212,6 +223,40 @@ impl Wal {
     /// failure: the node watches this and stops.
     pub fn failed(&self) -> tokio::sync::watch::Receiver<Option<String>> {
         self.inner.failed.subscribe()
+    }
+
+    /// Ends the log, as a failed write does ([`Wal::failed`]), when a write
+    /// or sync has not returned within `limit`: a disk that hangs instead
+    /// of failing (a stuck controller, a hung network volume) would keep a
+    /// leader sending heartbeats while nothing commits, and its followers
+    /// would never elect another. Checked every `limit / 10` on a thread of
+    /// its own, since the writer is the one that hangs.
+    pub fn end_on_stall(&self, limit: std::time::Duration) {
+        let inner = Arc::downgrade(&self.inner);
+        let every = (limit / 10).max(std::time::Duration::from_millis(10));
+        let spawned = std::thread::Builder::new()
+            .name("raftlock-wal-stall".into())
+            .spawn(move || loop {
+                std::thread::sleep(every);
+                let Some(inner) = inner.upgrade() else { return };
+                let since = inner.busy_since.load(Ordering::Relaxed);
+                if since == 0 || inner.failed.borrow().is_some() {
+                    continue;
+                }
+                let now = inner.epoch.elapsed().as_millis() as u64;
+                let stalled = std::time::Duration::from_millis(now.saturating_sub(since));
+                if stalled >= limit {
+                    let why = format!(
+                        "a write or sync of the log has not returned for {stalled:?} (the limit is {limit:?}): the disk hangs"
+                    );
+                    tracing::error!(error = %why, "the write-ahead log stalled: the node stops");
+                    inner.failed.send_replace(Some(why));
+                    return;
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start the log's stall watch");
+        }
     }
 
     /// The log's last entry as appended, before it is durable; goes back
@@ -420,6 +465,9 @@ trait Process: Send {
 
 struct Writer<D: WalDir> {
     core: Core<D>,
+    /// See `Inner::busy_since`.
+    busy_since: Arc<std::sync::atomic::AtomicU64>,
+    epoch: std::time::Instant,
     stats: Arc<FlushStats>,
     flushed: tokio::sync::watch::Sender<Option<LogId>>,
     /// After a failed write the file's tail is unknown: everything after
@@ -465,6 +513,9 @@ impl<D: WalDir> Process for Writer<D> {
         // of their own would double the syncs of a lightly loaded node.
         let needs_sync = batch.iter().any(|j| !matches!(j.done, Done::Nobody));
         let started = std::time::Instant::now();
+        // Never 0, which means idle.
+        let since = (self.epoch.elapsed().as_millis() as u64).max(1);
+        self.busy_since.store(since, Ordering::Relaxed);
         let result = match &self.failed {
             Some((kind, msg)) => Err(io::Error::new(*kind, msg.clone())),
             None => {
@@ -495,6 +546,7 @@ impl<D: WalDir> Process for Writer<D> {
                 r
             }
         };
+        self.busy_since.store(0, Ordering::Relaxed);
         let stats = &self.stats;
         if needs_sync {
             self.fsync_seconds.record(started.elapsed().as_secs_f64());

@@ -574,11 +574,11 @@ async fn raftlockd_repair_rebuilds_a_damaged_node_under_its_own_id() {
     assert!(g.token() > held);
 }
 
-/// Below the free-space reserve the leader refuses what grows the state
+/// With every voter below the free-space reserve the leader refuses what grows the state
 /// with NO_SPACE (gRPC and HTTP 507), keeps what shrinks it, and serves
 /// everything again once space returns.
 #[tokio::test(flavor = "multi_thread")]
-async fn below_the_space_reserve_the_leader_refuses_growth_and_lets_locks_drain() {
+async fn with_no_voter_above_the_space_reserve_the_leader_refuses_growth_and_lets_locks_drain() {
     let Some((cluster, dirs, _mounts)) =
         cluster_on_tmpfs(48, &["--wal-segment-mb", "1", "--space-reserve-mb", "16"]).await
     else {
@@ -593,17 +593,10 @@ async fn below_the_space_reserve_the_leader_refuses_growth_and_lets_locks_drain(
         .await
         .unwrap()
         .unwrap();
-    // Leave 8 MiB: under the reserve, with room for what still gets written.
-    let dir = &dirs[leader as usize - 1];
-    fill(dir);
-    let filler = dir.join("filler");
-    let len = std::fs::metadata(&filler).unwrap().len();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&filler)
-        .unwrap()
-        .set_len(len.saturating_sub(8 << 20))
-        .unwrap();
+    // Every node short of space: no voter has room to take the lead.
+    for dir in &dirs {
+        leave_8_mib(dir);
+    }
     let deadline = Instant::now() + Duration::from_secs(10);
     let refused = loop {
         match session.lock("space/new").try_acquire().await {
@@ -656,7 +649,9 @@ async fn below_the_space_reserve_the_leader_refuses_growth_and_lets_locks_drain(
     );
     assert_eq!(metric_of(&cluster, leader, "raftlock_no_space_alarm"), 1.0);
     // Space returns: the alarm clears by itself.
-    std::fs::remove_file(&filler).unwrap();
+    for dir in &dirs {
+        std::fs::remove_file(dir.join("filler")).unwrap();
+    }
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match session.lock("space/new").try_acquire().await {
@@ -672,6 +667,69 @@ async fn below_the_space_reserve_the_leader_refuses_growth_and_lets_locks_drain(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(metric_of(&cluster, leader, "raftlock_no_space_alarm"), 0.0);
+}
+
+/// Fills the file system of `dir` but for 8 MiB: under a 16 MiB reserve,
+/// with room for what still gets written.
+fn leave_8_mib(dir: &Path) {
+    fill(dir);
+    let filler = dir.join("filler");
+    let len = std::fs::metadata(&filler).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&filler)
+        .unwrap()
+        .set_len(len.saturating_sub(8 << 20))
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_leader_below_the_space_reserve_hands_leadership_to_a_voter_with_room() {
+    let Some((cluster, dirs, _mounts)) =
+        cluster_on_tmpfs(48, &["--wal-segment-mb", "1", "--space-reserve-mb", "16"]).await
+    else {
+        return;
+    };
+    let leader = cluster.wait_for_leader(Duration::from_secs(20)).await;
+    let client = cluster.client().await;
+    let session = client.session(Duration::from_secs(10)).await.unwrap();
+    leave_8_mib(&dirs[leader as usize - 1]);
+    // Within a few seconds another node leads and grants; at most a few
+    // refusals while leadership moves.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut refused = 0;
+    loop {
+        match session.lock("space/moved").try_acquire().await {
+            Ok(Some(g)) => {
+                g.release().await.unwrap();
+                let now = cluster.wait_for_leader(Duration::from_secs(5)).await;
+                if now != leader {
+                    break;
+                }
+            }
+            Err(raftlock_client::Error::NoSpace(_)) => refused += 1,
+            Ok(None) => panic!("space/moved is held"),
+            Err(e) => panic!("{e}"),
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {leader} still leads 15 s after its disk fell below the reserve ({refused} calls refused NO_SPACE)\n{}",
+            log_of(&cluster, leader)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The new leader serves new sessions too; the short node says it is.
+    let fresh = client.session(Duration::from_secs(5)).await.unwrap();
+    let g = fresh
+        .lock("space/after")
+        .try_acquire()
+        .await
+        .unwrap()
+        .unwrap();
+    g.release().await.unwrap();
+    assert_eq!(metric_of(&cluster, leader, "raftlock_no_space_alarm"), 1.0);
+    assert!(log_of(&cluster, leader).contains("handing leadership to node"));
+    std::fs::remove_file(dirs[leader as usize - 1].join("filler")).unwrap();
 }
 
 /// A gauge from node `id`'s admin listener.

@@ -41,7 +41,7 @@ fn lose(data_dir: &Path, loss: Loss) {
 }
 
 /// The token of one new grant, if the cluster makes one within `within`.
-async fn grant(cluster: &Cluster, within: Duration) -> Option<u64> {
+pub(crate) async fn grant(cluster: &Cluster, within: Duration) -> Option<u64> {
     let attempt = async {
         let options = Options {
             deadline: within,
@@ -66,7 +66,23 @@ async fn a_lost_member_and_a_stale_one_never_reissue_a_token(loss: Loss) {
     let highest = churn(&cluster, 20).await;
     cluster.kill(1);
     cluster.kill(3);
-    lose(&cluster.node(3).data_dir.clone(), loss);
+    let dir = cluster.node(3).data_dir.clone();
+    lose(&dir, loss);
+    if !matches!(loss, Loss::DataDir) {
+        // Offline, the damage is reported, not read as a clean end.
+        let out = std::process::Command::new(raftlock_tests::binary("raftlockd"))
+            .arg("check")
+            .arg("--data-dir")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{loss:?}: {text}");
+        assert!(
+            text.contains("DAMAGED") && text.contains("the log ends early"),
+            "{loss:?}: {text}"
+        );
+    }
     cluster.start_node(2);
     cluster.start_node(3);
 

@@ -1,9 +1,14 @@
 //! Storage faults a node cannot repair by itself, on real processes: a
-//! storage error outside the log stops the process, not just its Raft core.
+//! storage error outside the log stops the process, not just its Raft core;
+//! a leader whose disk hangs instead of failing stops, so that the others
+//! elect another.
 
 use super::disk::{churn, log_of, wait_exit};
+use super::lost_state::grant;
 use raftlock_tests::Cluster;
-use std::time::Duration;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 #[tokio::test]
 async fn a_follower_that_cannot_write_its_snapshot_exits_naming_the_file() {
@@ -26,4 +31,130 @@ async fn a_follower_that_cannot_write_its_snapshot_exits_naming_the_file() {
     // The other two go on.
     churn(&cluster, 3).await;
     std::fs::remove_dir(&tmp).unwrap();
+}
+
+/// Each of a cluster's data dirs on a bindfs mount of its own (a FUSE
+/// passthrough in the foreground, so its PID is ours): stopping that
+/// process hangs every write and sync in the dir until it is continued,
+/// as a stuck disk or controller does.
+struct HangableDisks {
+    mounts: Vec<(PathBuf, std::process::Child)>,
+}
+
+impl HangableDisks {
+    /// Moves the data dirs of `cluster`'s stopped nodes onto bindfs
+    /// mounts; `None` where bindfs cannot mount.
+    fn mount(cluster: &Cluster) -> Option<HangableDisks> {
+        let base = tempfile::tempdir().unwrap().keep();
+        let mut disks = HangableDisks { mounts: Vec::new() };
+        for node in cluster.nodes() {
+            let back = base.join(format!("back-{}", node.id));
+            let mnt = base.join(format!("disk-{}", node.id));
+            std::fs::create_dir_all(&back).unwrap();
+            std::fs::create_dir_all(&mnt).unwrap();
+            let Ok(child) = Command::new("bindfs")
+                .arg("-f")
+                .arg(&back)
+                .arg(&mnt)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+            else {
+                return None;
+            };
+            disks.mounts.push((mnt.clone(), child));
+            let until = Instant::now() + Duration::from_secs(10);
+            while !std::fs::read_to_string("/proc/mounts")
+                .unwrap()
+                .contains(mnt.to_str().unwrap())
+            {
+                if Instant::now() > until {
+                    return None;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let to = mnt.join("node");
+            let ok = Command::new("cp")
+                .arg("-a")
+                .arg(&node.data_dir)
+                .arg(&to)
+                .status()
+                .unwrap();
+            assert!(ok.success());
+            std::fs::remove_dir_all(&node.data_dir).unwrap();
+            std::os::unix::fs::symlink(&to, &node.data_dir).unwrap();
+        }
+        Some(disks)
+    }
+
+    /// Hangs (`true`) or frees the disk of node `id`.
+    fn hang(&self, id: u64, on: bool) {
+        let pid = self.mounts[id as usize - 1].1.id() as i32;
+        let sig = if on {
+            nix::sys::signal::Signal::SIGSTOP
+        } else {
+            nix::sys::signal::Signal::SIGCONT
+        };
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).unwrap();
+    }
+}
+
+impl Drop for HangableDisks {
+    fn drop(&mut self) {
+        for (mnt, child) in &mut self.mounts {
+            let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT);
+            let _ = Command::new("fusermount")
+                .arg("-u")
+                .arg("-z")
+                .arg(&*mnt)
+                .status();
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_leader_whose_disk_hangs_gives_way_and_the_others_serve() {
+    let mut cluster = Cluster::start(3).await;
+    for id in 1..=3 {
+        cluster.kill(id);
+    }
+    let Some(disks) = HangableDisks::mount(&cluster) else {
+        assert!(
+            std::env::var_os("RAFTLOCK_REQUIRE_FUSE").is_none(),
+            "bindfs cannot mount here, and RAFTLOCK_REQUIRE_FUSE is set"
+        );
+        eprintln!("skipped: needs bindfs and FUSE (root)");
+        return;
+    };
+    for id in 1..=3 {
+        cluster.start_node(id);
+    }
+    let leader = cluster.wait_for_leader(Duration::from_secs(20)).await;
+    let before = grant(&cluster, Duration::from_secs(10))
+        .await
+        .expect("the cluster grants before the disk hangs");
+    disks.hang(leader, true);
+    let hung = Instant::now();
+    // The next grant comes from another leader, within the stall limit
+    // (2 s) and an election.
+    let after = grant(&cluster, Duration::from_secs(20)).await;
+    let took = hung.elapsed();
+    eprintln!("a grant {took:?} after node {leader}'s disk hung: {after:?}");
+    let now = cluster.wait_for_leader(Duration::from_secs(5)).await;
+    disks.hang(leader, false);
+    let after = after.unwrap_or_else(|| {
+        panic!(
+            "no grant in {took:?} after node {leader}'s disk hung\n{}",
+            log_of(&cluster, leader)
+        )
+    });
+    assert!(after > before);
+    assert_ne!(now, leader);
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    let status = wait_exit(&mut cluster, leader, Duration::from_secs(10)).await;
+    assert!(!status.success());
+    let log = log_of(&cluster, leader);
+    assert!(log.contains("the disk hangs"), "{log}");
 }

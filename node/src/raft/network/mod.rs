@@ -9,6 +9,7 @@
 //! an append to the same follower is about to follow it: the append carries
 //! that commit index anyway (see `PeerConnection::superseded`).
 
+pub mod probe;
 mod retry;
 mod rpc;
 
@@ -125,34 +126,6 @@ impl PeerNetwork {
     ) -> Self {
         self.appended = Some(appended);
         self
-    }
-
-    /// Asks node `target` at `addr` what it holds and whether it may vote
-    /// (`standing.rs`), within half a second.
-    pub async fn probe(
-        &self,
-        target: NodeId,
-        addr: &str,
-    ) -> Result<crate::raft::standing::ProbeAnswer, tonic::Status> {
-        let channel = self.channel(target, addr).map_err(|e| {
-            tonic::Status::invalid_argument(format!("bad peer address {addr:?}: {e}"))
-        })?;
-        let cluster = self
-            .cluster
-            .clone()
-            .unwrap_or_else(|| crate::raft::cluster_identity::ClusterIdentity::fixed(target, ""));
-        let mut client = RaftClient::with_interceptor(
-            channel,
-            crate::raft::cluster_identity::SendClusterId(cluster),
-        );
-        let reply = tokio::time::timeout(
-            Duration::from_millis(500),
-            client.probe(RaftPayload { data: Vec::new() }),
-        )
-        .await
-        .map_err(|_| tonic::Status::deadline_exceeded("no answer within 500 ms"))??;
-        serde_json::from_slice(&reply.into_inner().data)
-            .map_err(|e| tonic::Status::internal(format!("undecodable probe answer: {e}")))
     }
 
     fn channel(&self, target: NodeId, addr: &str) -> Result<Channel, tonic::transport::Error> {
