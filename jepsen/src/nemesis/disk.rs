@@ -17,6 +17,13 @@
 //! - a slow disk: a node (sometimes the leader, which gets the leadership
 //!   back) restarted with 50 to 500 ms added to every fdatasync, then
 //!   restarted without; both restarts graceful.
+//! - a lost member beside a stale one: a follower is killed and goes
+//!   stale while the others grant; then they go down too, one of them
+//!   loses everything in its data dir (a replaced disk), and it and the
+//!   stale one are started alone with their usual flags. Together they are
+//!   a majority that holds only the stale log: serving, they would reissue
+//!   tokens and lose grants, which the workload's checkers find. Then the
+//!   third is started and the lost one must rejoin.
 //!
 //! What a node does with a damaged log or a full disk is recorded as an
 //! observation of the round, which the `disk` checker judges.
@@ -58,6 +65,8 @@ pub struct DiskState {
     round: Mutex<Round>,
     /// The next round damages a majority, whatever the draw says.
     majority_next: AtomicBool,
+    /// The next round loses a member beside a stale one.
+    lost_next: AtomicBool,
 }
 
 #[derive(Default)]
@@ -83,6 +92,7 @@ impl DiskState {
     /// that a short run (`jepsen/planted.sh`) gets to it.
     pub(super) fn begin(&self, seed: u64) {
         self.majority_next.store(seed % 2 == 1, Ordering::Relaxed);
+        self.lost_next.store(seed % 4 == 2, Ordering::Relaxed);
     }
 
     /// This round's observations, and whether it took a majority down.
@@ -122,14 +132,17 @@ impl Nemesis {
         let draw = rng.gen_range(0..10);
         let draw = if self.disk.majority_next.swap(false, Ordering::Relaxed) {
             3
+        } else if self.disk.lost_next.swap(false, Ordering::Relaxed) {
+            9
         } else {
             draw
         };
         match draw {
-            0..=2 => self.damage_minority(rng).await,
-            3..=5 => self.damage_majority(rng).await,
-            6..=7 => self.full_disk().await,
-            _ => self.slow_sync(rng).await,
+            0..=1 => self.damage_minority(rng).await,
+            2..=4 => self.damage_majority(rng).await,
+            5..=6 => self.full_disk().await,
+            7 => self.slow_sync(rng).await,
+            _ => self.lose_member_beside_stale(rng).await,
         }
     }
 
@@ -239,6 +252,46 @@ impl Nemesis {
             "damage the logs of {} (a majority), restart every node: {}; restore the bytes",
             parts.join(", "),
             outcome.join(", ")
+        ))
+    }
+
+    async fn lose_member_beside_stale(&self, rng: &mut StdRng) -> anyhow::Result<String> {
+        let (n, leader) = self.leader_now().await?;
+        let mut others: Vec<u64> = (1..=n).filter(|&i| i != leader).collect();
+        others.shuffle(rng);
+        let stale = others[0];
+        let mut rest: Vec<u64> = (1..=n).filter(|&i| i != stale).collect();
+        rest.shuffle(rng);
+        let lost = rest[0];
+        self.cluster.lock().await.kill(stale);
+        // The workload goes on without the stale one: grants it never sees.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let mut c = self.cluster.lock().await;
+        for &id in &rest {
+            c.kill(id);
+        }
+        self.disk.majority_down();
+        // Everything in the data dir, not the dir: it may be a mount point.
+        let dir = c.data_dir(lost)?;
+        for e in std::fs::read_dir(&dir)? {
+            let path = e?.path();
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path)?;
+            } else {
+                std::fs::remove_file(&path)?;
+            }
+        }
+        c.start_node(stale)?;
+        c.start_node(lost)?;
+        drop(c);
+        // Long enough for two nodes to elect and serve, had they a quorum.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let mut c = self.cluster.lock().await;
+        for &id in &rest[1..] {
+            c.start_node(id)?;
+        }
+        Ok(format!(
+            "n{stale} down and stale, then n{lost} loses its data dir while the rest are down; n{stale} and n{lost} alone for 5 s, then the rest"
         ))
     }
 
