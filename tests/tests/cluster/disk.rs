@@ -574,14 +574,12 @@ async fn raftlockd_repair_rebuilds_a_damaged_node_under_its_own_id() {
     assert!(g.token() > held);
 }
 
-/// With every voter below the free-space reserve the leader refuses what grows the state
-/// with NO_SPACE (gRPC and HTTP 507), keeps what shrinks it, and serves
-/// everything again once space returns.
+/// With every voter below the free-space reserve the leader refuses what
+/// grows the state with NO_SPACE (gRPC and HTTP 507), keeps what shrinks
+/// it, and serves everything again once space returns.
 #[tokio::test(flavor = "multi_thread")]
 async fn with_no_voter_above_the_space_reserve_the_leader_refuses_growth_and_lets_locks_drain() {
-    let Some((cluster, dirs, _mounts)) =
-        cluster_on_tmpfs(48, &["--wal-segment-mb", "1", "--space-reserve-mb", "16"]).await
-    else {
+    let Some((cluster, dirs, _mounts)) = cluster_with_a_16_mib_reserve().await else {
         return;
     };
     let leader = cluster.wait_for_leader(Duration::from_secs(20)).await;
@@ -669,6 +667,11 @@ async fn with_no_voter_above_the_space_reserve_the_leader_refuses_growth_and_let
     assert_eq!(metric_of(&cluster, leader, "raftlock_no_space_alarm"), 0.0);
 }
 
+/// Three nodes, each on a 48 MiB tmpfs of its own with a 16 MiB reserve.
+async fn cluster_with_a_16_mib_reserve() -> Option<(Cluster, Vec<PathBuf>, Mounts)> {
+    cluster_on_tmpfs(48, &["--wal-segment-mb", "1", "--space-reserve-mb", "16"]).await
+}
+
 /// Fills the file system of `dir` but for 8 MiB: under a 16 MiB reserve,
 /// with room for what still gets written.
 fn leave_8_mib(dir: &Path) {
@@ -685,9 +688,7 @@ fn leave_8_mib(dir: &Path) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_leader_below_the_space_reserve_hands_leadership_to_a_voter_with_room() {
-    let Some((cluster, dirs, _mounts)) =
-        cluster_on_tmpfs(48, &["--wal-segment-mb", "1", "--space-reserve-mb", "16"]).await
-    else {
+    let Some((cluster, dirs, _mounts)) = cluster_with_a_16_mib_reserve().await else {
         return;
     };
     let leader = cluster.wait_for_leader(Duration::from_secs(20)).await;
