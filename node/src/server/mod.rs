@@ -249,7 +249,14 @@ impl RunningNode {
         let mut servers = std::mem::take(&mut self.servers);
         let first_to_end = futures::future::select_all(servers.iter_mut());
         let mut failed = self.log.failed();
-        let mut core = self.node.metrics();
+        // Looked at once a second: Raft's metrics change with every entry,
+        // and a watch of them would wake this task for each.
+        let core_stopped = async {
+            let mut every = tokio::time::interval(Duration::from_secs(1));
+            while self.node.core_stopped().is_none() {
+                every.tick().await;
+            }
+        };
         tokio::select! {
             _ = signal => {}
             (res, i, _) = first_to_end => {
@@ -263,7 +270,7 @@ impl RunningNode {
             // (a snapshot that cannot be written, say) and leaves the
             // process up; a node that can no longer apply or vote must
             // exit, so that its supervisor restarts it.
-            Ok(_) = core.wait_for(|m| m.running_state.is_err()) => {
+            _ = core_stopped => {
                 return Err(self.stop_on_core_failure().await);
             }
         }
