@@ -141,3 +141,40 @@ async fn a_member_with_a_zeroed_block_in_its_log() {
 async fn a_member_whose_log_segments_are_gone() {
     a_lost_member_and_a_stale_one_never_reissue_a_token(Loss::Segments).await;
 }
+
+/// A follower that comes back with less than its leader saw it acknowledge
+/// (its data dir replaced while the leader stayed up) is caught up, not
+/// taken for a bug: the leader goes on, the follower votes again, and the
+/// two of them serve without the third.
+#[tokio::test]
+async fn a_follower_that_lost_its_data_dir_under_a_running_leader() {
+    let mut cluster = Cluster::start(3).await;
+    let before = churn(&cluster, 50).await;
+    let leader = cluster.wait_for_leader(Duration::from_secs(10)).await;
+    let mut followers = (1..=3).filter(|n| *n != leader);
+    let (lost, other) = (followers.next().unwrap(), followers.next().unwrap());
+    cluster.kill(lost);
+    let dir = cluster.node(lost).data_dir.clone();
+    lose(&dir, Loss::DataDir);
+    cluster.start_node(lost);
+    let until = Instant::now() + Duration::from_secs(20);
+    while !log_of(&cluster, lost).contains("votes again") {
+        assert!(
+            Instant::now() < until,
+            "node {lost} did not catch up\nleader {leader}:\n{}\nnode {lost}:\n{}",
+            log_of(&cluster, leader),
+            log_of(&cluster, lost)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    cluster.kill(other);
+    let token = grant(&cluster, Duration::from_secs(20))
+        .await
+        .unwrap_or_else(|| {
+            panic!(
+                "nodes {leader} and {lost} do not serve\n{}",
+                log_of(&cluster, leader)
+            )
+        });
+    assert!(token > before, "token {token} after {before}");
+}
