@@ -257,7 +257,12 @@ pub fn verify_snapshot_file(path: &Path) -> std::io::Result<Option<(Option<LogId
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+        Err(e) => {
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("reading {}: {e}", path.display()),
+            ))
+        }
     };
     let (meta, data) = decode_snapshot_file(&bytes)?;
     LeaseMachine::from_snapshot(&data).map_err(|e| {
@@ -273,7 +278,10 @@ fn read_snapshot_file(path: &Path) -> Result<Option<StoredSnapshot>, StorageErro
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(StorageIOError::read_snapshot(None, &e).into()),
+        Err(e) => {
+            let e = std::io::Error::new(e.kind(), format!("reading {}: {e}", path.display()));
+            return Err(StorageIOError::read_snapshot(None, &e).into());
+        }
     };
     decode_snapshot_file(&bytes).map(Some).map_err(|e| {
         let e = std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));

@@ -8,8 +8,8 @@ use std::io;
 
 use super::disk::{WalDir, WalFile};
 use super::format::{
-    padded, segment_name, BatchHeader, Effect, Encoded, LogEnd, LogImage, BATCH_HEADER, FRAME_LEN,
-    HEADER_LEN, MAGIC, MAX_RECORD, WAL_VERSION,
+    encode_synced, padded, segment_name, BatchHeader, Effect, Encoded, LogEnd, LogImage,
+    BATCH_HEADER, FRAME_LEN, HEADER_LEN, MAGIC, MAX_RECORD, SYNCED_HINT, WAL_VERSION,
 };
 pub use super::recover::RecoveryReport;
 
@@ -40,6 +40,8 @@ pub struct Core<D: WalDir> {
     vote: Option<Vote<NodeId>>,
     committed: Option<LogId>,
     purged: Option<LogId>,
+    /// The synced hint (`format::SYNCED_HINT`), opened at the first sync.
+    hint: Option<D::File>,
 }
 
 /// Records durably that the log reaches segment `segment` and batch
@@ -107,6 +109,7 @@ impl<D: WalDir> Core<D> {
             vote,
             committed,
             purged,
+            hint: None,
         };
         if version != WAL_VERSION {
             core.rotate(0)?;
@@ -154,6 +157,7 @@ impl<D: WalDir> Core<D> {
             vote: image.vote,
             committed: image.committed,
             purged: image.purged,
+            hint: None,
         })
     }
 
@@ -266,7 +270,31 @@ impl<D: WalDir> Core<D> {
     pub fn sync(&mut self) -> io::Result<()> {
         self.file.sync_data()?;
         self.synced = self.offset;
+        self.note_synced();
         Ok(())
+    }
+
+    /// Rewrites the synced hint, before the caller reports the batches
+    /// durable. Not synced, and a failure is not the log's: a hint that is
+    /// older than the log, or missing, only proves less.
+    fn note_synced(&mut self) {
+        let Some(segment) = self.segments.last().map(|s| s.seq) else {
+            return;
+        };
+        if self.hint.is_none() {
+            self.hint = self
+                .dir
+                .open(SYNCED_HINT)
+                .or_else(|_| self.dir.create(SYNCED_HINT))
+                .ok();
+        }
+        if let Some(f) = &mut self.hint {
+            let end = LogEnd {
+                segment,
+                batch: self.next_seq,
+            };
+            let _ = f.write_at(&encode_synced(&end), 0);
+        }
     }
 
     /// Deletes the oldest segments whose entries are all purged. Call only

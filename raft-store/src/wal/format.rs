@@ -269,6 +269,46 @@ pub struct LogEnd {
     pub batch: u64,
 }
 
+/// The file in the log's directory that says where the last completed
+/// `fdatasync` reached: a [`LogEnd`] rewritten in place after every sync,
+/// before the batches it covers are reported durable, and never synced
+/// itself. A process crash keeps it (the page cache does); a power loss may
+/// lose it or leave an older one, and then it says less, never more. So
+/// when it is readable it proves the batches below it durable, which the
+/// batches themselves cannot do for the last ones written: a lost block at
+/// the very end of the log would otherwise read as a torn write.
+pub const SYNCED_HINT: &str = "synced";
+
+const SYNCED_MAGIC: [u8; 4] = *b"RLS\x01";
+
+/// The bytes of the synced hint: magic, segment, batch, crc32c of those.
+pub fn encode_synced(end: &LogEnd) -> [u8; 24] {
+    let mut b = [0u8; 24];
+    b[..4].copy_from_slice(&SYNCED_MAGIC);
+    b[4..12].copy_from_slice(&end.segment.to_le_bytes());
+    b[12..20].copy_from_slice(&end.batch.to_le_bytes());
+    let crc = crc32c::crc32c(&b[..20]);
+    b[20..].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+/// The synced hint in `b`, or `None` when it is not one whole (a damaged
+/// or torn hint proves nothing and is ignored).
+pub fn decode_synced(b: &[u8]) -> Option<LogEnd> {
+    let b = b.get(..24)?;
+    if b[..4] != SYNCED_MAGIC {
+        return None;
+    }
+    let crc = u32::from_le_bytes(b[20..24].try_into().ok()?);
+    if crc32c::crc32c(&b[..20]) != crc {
+        return None;
+    }
+    Some(LogEnd {
+        segment: u64::from_le_bytes(b[4..12].try_into().ok()?),
+        batch: u64::from_le_bytes(b[12..20].try_into().ok()?),
+    })
+}
+
 pub(crate) fn segment_name(seq: u64) -> String {
     format!("{seq:016x}.wal")
 }

@@ -13,8 +13,8 @@
 
 use super::disk::{WalDir, WalFile};
 use super::format::{
-    segment_name, BatchHeader, LogEnd, LogImage, RecordIn, BATCH_HEADER, BATCH_MAGIC, FRAME_LEN,
-    HEADER_LEN, MAGIC, MAX_RECORD, V1, WAL_VERSION,
+    decode_synced, segment_name, BatchHeader, LogEnd, LogImage, RecordIn, BATCH_HEADER,
+    BATCH_MAGIC, FRAME_LEN, HEADER_LEN, MAGIC, MAX_RECORD, SYNCED_HINT, V1, WAL_VERSION,
 };
 use std::io;
 
@@ -104,6 +104,8 @@ pub(crate) struct Recovered {
 /// as far as the records go, not the preallocated rest.
 pub(crate) struct Reader<'f, F: WalFile> {
     file: &'f mut F,
+    /// The segment's name, for errors.
+    name: &'f str,
     buf: Vec<u8>,
     /// Bytes of `buf` that hold file data.
     filled: usize,
@@ -114,9 +116,10 @@ pub(crate) struct Reader<'f, F: WalFile> {
 const READ_CHUNK: usize = 256 << 10;
 
 impl<'f, F: WalFile> Reader<'f, F> {
-    pub(crate) fn new(file: &'f mut F) -> Self {
+    pub(crate) fn new(file: &'f mut F, name: &'f str) -> Self {
         Reader {
             file,
+            name,
             buf: Vec::new(),
             filled: 0,
             start: 0,
@@ -138,10 +141,19 @@ impl<'f, F: WalFile> Reader<'f, F> {
                 if self.buf.len() < size {
                     self.buf.resize(size, 0);
                 }
-                let n = self.file.read_at(
-                    &mut self.buf[self.filled..size],
-                    offset + self.filled as u64,
-                )?;
+                let at = offset + self.filled as u64;
+                let n = self
+                    .file
+                    .read_at(&mut self.buf[self.filled..size], at)
+                    .map_err(|e| {
+                        io::Error::new(
+                            e.kind(),
+                            format!(
+                                "reading write-ahead log segment {} at offset {at}: {e}",
+                                self.name
+                            ),
+                        )
+                    })?;
                 self.filled += n;
                 if self.filled >= len || self.filled < size {
                     break;
@@ -234,8 +246,13 @@ pub(crate) fn read_log<D: WalDir>(dir: &D) -> io::Result<Recovered> {
     for (i, seq) in seqs.into_iter().enumerate() {
         let is_last = i + 1 == count;
         let name = segment_name(seq);
-        let mut file = dir.open(&name)?;
-        let mut reader = Reader::new(&mut file);
+        let mut file = dir.open(&name).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("opening write-ahead log segment {name}: {e}"),
+            )
+        })?;
+        let mut reader = Reader::new(&mut file, &name);
         let header = reader.get(0, HEADER_LEN as usize)?.to_vec();
         let version = header
             .get(8..12)
@@ -342,46 +359,61 @@ pub(crate) fn read_log<D: WalDir>(dir: &D) -> io::Result<Recovered> {
 /// written, so no crash can take them; a lost block, a lost file or an
 /// emptied directory can.
 fn check_end<D: WalDir>(dir: &D, out: &Recovered, expected: Option<u64>) -> io::Result<()> {
-    let Some(bytes) = dir.read_end()? else {
-        return Ok(());
-    };
-    let end: LogEnd = serde_json::from_slice(&bytes).map_err(|e| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("wal.end, the record of where the log ends, is damaged ({e}); refusing to start on a log whose end cannot be checked"),
-        )
-    })?;
-    let newest = out.segments.last().map(|(seq, ..)| *seq);
-    let short = match (newest, expected) {
-        (None, _) => Some("no segment at all".to_string()),
-        (Some(n), _) if n < end.segment => {
-            Some(format!("segment {} as the newest", segment_name(n)))
-        }
-        (Some(_), Some(next)) if next < end.batch => {
-            Some(format!("batches up to number {}", next.saturating_sub(1)))
-        }
-        _ => None,
-    };
-    let Some(found) = short else {
-        return Ok(());
-    };
-    let (file, offset) = match out.segments.last() {
-        Some((seq, _, _, stop)) if *seq >= end.segment => (segment_name(*seq), *stop),
-        _ => (segment_name(end.segment), 0),
-    };
-    Err(Damage {
-        file,
-        offset,
-        last_good_index: last_index(&out.image),
-        what: format!(
-            "the log ends early: wal.end says it reached segment {} and batch {}, but it holds {found}",
-            segment_name(end.segment),
-            end.batch.saturating_sub(1)
-        ),
-        why: "wal.end is written only once everything before that point was synced, so the missing part was durable (a lost block, a missing segment file, an emptied wal/)".into(),
-        ends_early: true,
+    let mut claims = Vec::new();
+    if let Some(bytes) = dir.read_end()? {
+        let end: LogEnd = serde_json::from_slice(&bytes).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("wal.end, the record of where the log ends, is damaged ({e}); refusing to start on a log whose end cannot be checked"),
+            )
+        })?;
+        claims.push((end, "wal.end", "wal.end is written only once everything before that point was synced, so the missing part was durable (a lost block, a missing segment file, an emptied wal/)"));
     }
-    .into_io())
+    if let Some(end) = read_synced_hint(dir) {
+        claims.push((end, "wal/synced", "wal/synced is rewritten after every completed fdatasync, before what it covers is acknowledged, so the missing part was durable (a lost or truncated block at the end of the log)"));
+    }
+    let newest = out.segments.last().map(|(seq, ..)| *seq);
+    for (end, source, why) in claims {
+        let short = match (newest, expected) {
+            (None, _) => Some("no segment at all".to_string()),
+            (Some(n), _) if n < end.segment => {
+                Some(format!("segment {} as the newest", segment_name(n)))
+            }
+            (Some(_), Some(next)) if next < end.batch => {
+                Some(format!("batches up to number {}", next.saturating_sub(1)))
+            }
+            _ => None,
+        };
+        let Some(found) = short else {
+            continue;
+        };
+        let (file, offset) = match out.segments.last() {
+            Some((seq, _, _, stop)) if *seq >= end.segment => (segment_name(*seq), *stop),
+            _ => (segment_name(end.segment), 0),
+        };
+        return Err(Damage {
+            file,
+            offset,
+            last_good_index: last_index(&out.image),
+            what: format!(
+                "the log ends early: {source} says it reached segment {} and batch {}, but it holds {found}",
+                segment_name(end.segment),
+                end.batch.saturating_sub(1)
+            ),
+            why: why.into(),
+            ends_early: true,
+        }
+        .into_io());
+    }
+    Ok(())
+}
+
+/// The synced hint (`format::SYNCED_HINT`), when there is a whole one.
+fn read_synced_hint<D: WalDir>(dir: &D) -> Option<LogEnd> {
+    let mut f = dir.open(SYNCED_HINT).ok()?;
+    let mut b = [0u8; 24];
+    let n = f.read_at(&mut b, 0).ok()?;
+    decode_synced(&b[..n])
 }
 
 /// Reads format 2 batches from the segment's header on. Each batch is
