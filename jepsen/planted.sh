@@ -106,4 +106,21 @@ for r in "${runs[@]}"; do
     failed=1
   fi
 done
+
+# The storage fault matrix must catch a blank node that votes: its first
+# case loses a follower's whole data dir while the other follower is down
+# and stale, and starts the two alone.
+set +e
+RAFTLOCK_PLANT=lost-state-votes "$jepsen" --raftlockd "$planted" --out "$out/matrix" \
+  matrix --sample 1 >"$out.matrix.log" 2>&1
+status=$?
+set -e
+if [[ $status -eq 1 ]] && grep -q '^VIOLATION' "$out.matrix.log"; then
+  echo "caught     lost-state-votes (storage fault matrix)"
+  grep -h '^VIOLATION' "$out.matrix.log" | head -1 | cut -c1-200 | sed 's/^/           /'
+else
+  echo "NOT CAUGHT lost-state-votes (storage fault matrix, exit $status)"
+  tail -n 20 "$out.matrix.log"
+  failed=1
+fi
 exit $failed

@@ -17,6 +17,7 @@ use std::time::Duration;
     raftlock-jepsen run --workload fenced --nemesis partition --time 2m\n  \
     raftlock-jepsen suite --short          # what CI runs (about 3 minutes)\n  \
     raftlock-jepsen suite --long           # every nemesis x workload, 2 minutes each\n  \
+    raftlock-jepsen matrix                 # storage fault matrix, sampled (CI); --full for every case\n  \
     raftlock-jepsen fake --fault split-brain --workload mutex   # a planted bug the checkers must catch\n  \
     raftlock-jepsen --docker run --nemesis partition --time 5m   # nodes in containers of raftlock:dev\n\n\
 Each run writes a folder with history.jsonl, results.json, summary.txt,\n\
@@ -126,6 +127,35 @@ enum Command {
         #[arg(long)]
         local_address: Option<std::net::IpAddr>,
     },
+    /// The storage fault matrix: damage each file of a stopped follower's
+    /// data dir at sampled offsets (zero a block, flip a byte, truncate,
+    /// remove; or lose the whole dir), alone and beside a stale peer, and
+    /// check that no token is issued twice, no acknowledged grant is lost,
+    /// the node refuses or rejoins, and the healthy pair keeps serving.
+    /// Prints a table; `--full` is every file at 16 offsets.
+    Matrix {
+        /// Every case: about 430 that apply (an hour or so).
+        #[arg(long, conflicts_with = "sample")]
+        full: bool,
+        /// Run this many cases that apply, drawn by `--seed` (the first is
+        /// always the whole data dir lost beside a stale peer).
+        #[arg(long, default_value_t = 10)]
+        sample: usize,
+        /// Random seed (which cases, which bytes).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// A FUSE passthrough of BACKING mounted at MOUNT, for tests of disks
+    /// that hang: after SIGUSR1 its writes, fsyncs and fallocates hang
+    /// (reads and stat still answer) until SIGUSR2. Prints `mounted` once
+    /// it is; unmounts on SIGTERM or SIGINT.
+    #[command(hide = true)]
+    Faultfs {
+        /// The directory the files really live in.
+        backing: PathBuf,
+        /// Where the file system is mounted.
+        mount: PathBuf,
+    },
     /// A workload against the in-memory fake with a planted fault: shows
     /// the checkers catch it.
     Fake {
@@ -165,7 +195,7 @@ async fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,fuser=error")),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -354,6 +384,74 @@ async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
                 *local_address,
             )
             .await?;
+            std::process::exit(0);
+        }
+        Command::Matrix { full, sample, seed } => {
+            use raftlock_jepsen::matrix;
+            let (plan, want) = if *full {
+                (matrix::full_plan(), None)
+            } else {
+                (matrix::sampled_plan(*seed), Some(*sample))
+            };
+            let cfg = matrix::Config {
+                raftlockd: raftlockd()?,
+                out: cli.out.clone(),
+                plan,
+                want,
+                seed: *seed,
+            };
+            let (dir, results) = matrix::run(&cfg).await?;
+            print!("{}", matrix::table::render(&results));
+            let invalid: Vec<_> = results
+                .iter()
+                .filter(|r| !r.violations.is_empty())
+                .collect();
+            for r in &invalid {
+                println!(
+                    "VIOLATION {} / {} / slot {}{}: {}",
+                    r.case.target.label(),
+                    r.case.kind.label(),
+                    r.case.slot,
+                    if r.case.stale_peer {
+                        " / stale peer"
+                    } else {
+                        ""
+                    },
+                    r.violations.join("; ")
+                );
+            }
+            let o = Outcome {
+                verdict: if invalid.is_empty() {
+                    "valid"
+                } else {
+                    "invalid"
+                }
+                .into(),
+                dir,
+                ops: results.len(),
+                checks: serde_json::to_value(&results)?,
+            };
+            print(&o);
+            outcomes.push(o);
+        }
+        Command::Faultfs { backing, mount } => {
+            use tokio::signal::unix::{signal, SignalKind};
+            let switches = std::sync::Arc::new(raftlock_jepsen::faultfs::Switches::default());
+            let session =
+                raftlock_jepsen::faultfs::FaultFs::mount(backing, mount, switches.clone())
+                    .map_err(|e| anyhow::anyhow!("cannot mount on {}: {e}", mount.display()))?;
+            let mut hang = signal(SignalKind::user_defined1())?;
+            let mut go_on = signal(SignalKind::user_defined2())?;
+            let mut term = signal(SignalKind::terminate())?;
+            println!("mounted");
+            loop {
+                tokio::select! {
+                    _ = hang.recv() => switches.set_hang(true),
+                    _ = go_on.recv() => switches.set_hang(false),
+                    _ = term.recv() => break,
+                }
+            }
+            drop(session);
             std::process::exit(0);
         }
         Command::Fake {

@@ -24,6 +24,7 @@
 
 use parking_lot::{Mutex, RwLock};
 use raftlock_store::data_dir::{DataDir, Standing};
+use raftlock_store::planted::{planted, Bug};
 use raftlock_store::{NodeId, NodeInfo, Raft};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -55,10 +56,8 @@ pub struct Gate {
 impl Gate {
     /// The gate of node `node` as its data dir records its standing.
     pub fn new(node: NodeId, data: Arc<Mutex<DataDir>>) -> Gate {
-        use raftlock_store::planted::{planted, Bug};
         let admits = match data.lock().identity().standing {
             Standing::Member => Admits::All,
-            _ if planted(Bug::LostStateVotes) => Admits::All,
             Standing::Forming | Standing::Rejoining => Admits::Nothing,
         };
         Gate {
@@ -266,6 +265,12 @@ pub async fn earn(
         return Earned::Member;
     }
     let id = gate.node;
+    if planted(Bug::LostStateVotes) && gate.identity().1 == Standing::Rejoining {
+        // Planted: a node that knows it lost its state takes itself back.
+        if gate.become_(Standing::Member, None).is_ok() {
+            return Earned::Member;
+        }
+    }
     raft.runtime_config().elect(false);
     let began = Instant::now();
     let mut said = began - Duration::from_secs(60);
@@ -304,6 +309,17 @@ pub async fn earn(
                 }
                 Err(e) => format!("cannot record its standing: {e}"),
             },
+            Decision::Rejoin if planted(Bug::LostStateVotes) => {
+                // Planted: a blank node among members with data takes
+                // itself for one of them.
+                match gate.become_(Standing::Member, None) {
+                    Ok(()) => {
+                        raft.runtime_config().elect(true);
+                        return Earned::Member;
+                    }
+                    Err(e) => format!("cannot record its standing: {e}"),
+                }
+            }
             Decision::Rejoin => match gate.become_(Standing::Rejoining, None) {
                 Ok(()) => {
                     warn!(node = id, "this node's data dir is empty but other members hold the cluster's log: it lost its state and rejoins; it votes again once it has caught up");

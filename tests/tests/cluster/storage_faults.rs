@@ -33,17 +33,17 @@ async fn a_follower_that_cannot_write_its_snapshot_exits_naming_the_file() {
     std::fs::remove_dir(&tmp).unwrap();
 }
 
-/// Each of a cluster's data dirs on a bindfs mount of its own (a FUSE
-/// passthrough in the foreground, so its PID is ours): stopping that
-/// process hangs every write and sync in the dir until it is continued,
-/// as a stuck disk or controller does.
+/// Each of a cluster's data dirs on a FUSE passthrough of its own
+/// (`raftlock-jepsen faultfs`): after SIGUSR1 its writes, fsyncs and
+/// fallocates hang until SIGUSR2, while reads and `stat` still answer, as
+/// on a disk whose write queue is stuck.
 struct HangableDisks {
     mounts: Vec<(PathBuf, std::process::Child)>,
 }
 
 impl HangableDisks {
-    /// Moves the data dirs of `cluster`'s stopped nodes onto bindfs
-    /// mounts; `None` where bindfs cannot mount.
+    /// Moves the data dirs of `cluster`'s stopped nodes onto faultfs
+    /// mounts; `None` where FUSE cannot mount.
     fn mount(cluster: &Cluster) -> Option<HangableDisks> {
         let base = tempfile::tempdir().unwrap().keep();
         let mut disks = HangableDisks { mounts: Vec::new() };
@@ -52,25 +52,20 @@ impl HangableDisks {
             let mnt = base.join(format!("disk-{}", node.id));
             std::fs::create_dir_all(&back).unwrap();
             std::fs::create_dir_all(&mnt).unwrap();
-            let Ok(child) = Command::new("bindfs")
-                .arg("-f")
+            let mut child = Command::new(raftlock_tests::binary("raftlock-jepsen"))
+                .arg("faultfs")
                 .arg(&back)
                 .arg(&mnt)
+                .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::null())
                 .spawn()
-            else {
-                return None;
-            };
+                .unwrap();
+            let mut line = String::new();
+            let stdout = child.stdout.take().unwrap();
+            let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line);
             disks.mounts.push((mnt.clone(), child));
-            let until = Instant::now() + Duration::from_secs(10);
-            while !std::fs::read_to_string("/proc/mounts")
-                .unwrap()
-                .contains(mnt.to_str().unwrap())
-            {
-                if Instant::now() > until {
-                    return None;
-                }
-                std::thread::sleep(Duration::from_millis(20));
+            if line.trim() != "mounted" {
+                return None;
             }
             let to = mnt.join("node");
             let ok = Command::new("cp")
@@ -86,27 +81,34 @@ impl HangableDisks {
         Some(disks)
     }
 
+    fn signal(&self, id: u64, sig: nix::sys::signal::Signal) {
+        let pid = self.mounts[id as usize - 1].1.id() as i32;
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).unwrap();
+    }
+
     /// Hangs (`true`) or frees the disk of node `id`.
     fn hang(&self, id: u64, on: bool) {
-        let pid = self.mounts[id as usize - 1].1.id() as i32;
-        let sig = if on {
-            nix::sys::signal::Signal::SIGSTOP
-        } else {
-            nix::sys::signal::Signal::SIGCONT
-        };
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).unwrap();
+        use nix::sys::signal::Signal;
+        self.signal(id, if on { Signal::SIGUSR1 } else { Signal::SIGUSR2 });
     }
 }
 
 impl Drop for HangableDisks {
     fn drop(&mut self) {
         for (mnt, child) in &mut self.mounts {
+            // It answers what it parked and unmounts on SIGTERM; a lazy
+            // unmount covers one that cannot.
             let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT);
-            let _ = Command::new("fusermount")
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            let until = Instant::now() + Duration::from_secs(5);
+            while child.try_wait().ok().flatten().is_none() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = Command::new("fusermount3")
                 .arg("-u")
                 .arg("-z")
                 .arg(&*mnt)
+                .stderr(std::process::Stdio::null())
                 .status();
             let _ = child.kill();
             let _ = child.wait();
@@ -123,9 +125,9 @@ async fn a_leader_whose_disk_hangs_gives_way_and_the_others_serve() {
     let Some(disks) = HangableDisks::mount(&cluster) else {
         assert!(
             std::env::var_os("RAFTLOCK_REQUIRE_FUSE").is_none(),
-            "bindfs cannot mount here, and RAFTLOCK_REQUIRE_FUSE is set"
+            "FUSE cannot mount here, and RAFTLOCK_REQUIRE_FUSE is set"
         );
-        eprintln!("skipped: needs bindfs and FUSE (root)");
+        eprintln!("skipped: needs FUSE (/dev/fuse, fusermount3, root)");
         return;
     };
     for id in 1..=3 {
