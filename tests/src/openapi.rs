@@ -287,9 +287,13 @@ impl Api {
                         "^[A-Za-z0-9+/_-]{21}[AQgw](?:==)?$"
                     },
                 }),
-                Some(Rule::Bytes(n)) => {
-                    json!({"type": "string", "format": "byte", "maxLength": n.div_ceil(3) * 4})
-                }
+                // Any length of base64, in either alphabet, padded or
+                // not: `format: byte` alone let schemathesis send text the
+                // server rightly refuses as not base64.
+                Some(Rule::Bytes(n)) => json!({
+                    "type": "string", "format": "byte", "maxLength": n.div_ceil(3) * 4,
+                    "pattern": "^(?:[A-Za-z0-9+/_-]{4})*(?:[A-Za-z0-9+/_-][AQgw](?:==)?|[A-Za-z0-9+/_-]{2}[AEIMQUYcgkosw048]=?)?$",
+                }),
                 _ => json!({"type": "string", "format": "byte"}),
             },
             Type::Double | Type::Float => json!({"type": "number"}),
