@@ -186,6 +186,26 @@ impl FaultFs {
         })
     }
 
+    /// Removes `name` in `parent` with `how` (a file or a directory).
+    fn remove(
+        &mut self,
+        parent: u64,
+        name: &OsStr,
+        reply: ReplyEmpty,
+        how: fn(&Path) -> std::io::Result<()>,
+    ) {
+        let Some(p) = self.child(parent, name) else {
+            return reply.error(libc::ENOENT);
+        };
+        match how(&p) {
+            Ok(()) => {
+                self.forget_path(&p);
+                reply.ok()
+            }
+            Err(e) => reply.error(errno(&e)),
+        }
+    }
+
     fn path(&self, ino: u64) -> Option<PathBuf> {
         self.paths.get(&ino).cloned()
     }
@@ -327,29 +347,11 @@ impl Filesystem for FaultFs {
     }
 
     fn unlink(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
-        let Some(p) = self.child(parent, name) else {
-            return reply.error(libc::ENOENT);
-        };
-        match std::fs::remove_file(&p) {
-            Ok(()) => {
-                self.forget_path(&p);
-                reply.ok()
-            }
-            Err(e) => reply.error(errno(&e)),
-        }
+        self.remove(parent, name, reply, |p| std::fs::remove_file(p));
     }
 
     fn rmdir(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
-        let Some(p) = self.child(parent, name) else {
-            return reply.error(libc::ENOENT);
-        };
-        match std::fs::remove_dir(&p) {
-            Ok(()) => {
-                self.forget_path(&p);
-                reply.ok()
-            }
-            Err(e) => reply.error(errno(&e)),
-        }
+        self.remove(parent, name, reply, |p| std::fs::remove_dir(p));
     }
 
     fn rename(

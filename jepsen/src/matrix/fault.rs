@@ -24,6 +24,8 @@ pub enum Target {
     OldestSegment,
     /// `wal.end`, the record of where the log ends.
     LogEnd,
+    /// `wal/synced`, how far the last sync reached.
+    SyncedHint,
     /// The state machine's snapshot.
     Snapshot,
     /// `raftlock.json`: the node's id, cluster, incarnation and standing.
@@ -36,11 +38,12 @@ pub enum Target {
 
 impl Target {
     /// Every file target, in the order the table lists them.
-    pub const FILES: [Target; 7] = [
+    pub const FILES: [Target; 8] = [
         Target::NewestSegment,
         Target::MiddleSegment,
         Target::OldestSegment,
         Target::LogEnd,
+        Target::SyncedHint,
         Target::Snapshot,
         Target::Identity,
         Target::LockFile,
@@ -53,6 +56,7 @@ impl Target {
             Target::MiddleSegment => "wal middle segment",
             Target::OldestSegment => "wal oldest segment",
             Target::LogEnd => "wal.end",
+            Target::SyncedHint => "wal/synced",
             Target::Snapshot => "snapshot",
             Target::Identity => "raftlock.json",
             Target::LockFile => "LOCK",
@@ -72,6 +76,7 @@ impl Target {
                 (s.len() >= 3).then(|| s[s.len() / 2].clone())
             }
             Target::LogEnd => existing(data_dir.join("wal.end")),
+            Target::SyncedHint => existing(data_dir.join("wal").join("synced")),
             Target::Snapshot => existing(data_dir.join("snapshot")),
             Target::Identity => existing(data_dir.join("raftlock.json")),
             Target::LockFile => existing(data_dir.join("LOCK")),

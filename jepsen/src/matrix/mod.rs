@@ -187,13 +187,15 @@ pub async fn run(cfg: &Config) -> anyhow::Result<(PathBuf, Vec<CaseResult>)> {
     // one fault at a time (the disk nemesis of `run` combines the two).
     // Small segments and frequent snapshots: within seconds of load a
     // data dir has several segments, a snapshot and a purged log.
-    for a in ["--wal-segment-mb", "1", "--snapshot-every", "2000"] {
+    // A snapshot every 8000 entries keeps two to five segments, so that
+    // there is usually a middle one.
+    for a in ["--wal-segment-mb", "1", "--snapshot-every", "8000"] {
         options.args.push(a.into());
     }
     let mut cluster = LocalCluster::start(options).await?;
     let load = Load::start(cluster.endpoints(), 4).await?;
-    // Enough log for three segments and a snapshot before the first case.
-    load.wait_for_grants(0, 3000, Duration::from_secs(120))
+    // Enough log for four segments and a snapshot before the first case.
+    load.wait_for_grants(0, 4500, Duration::from_secs(180))
         .await;
     let mut rng = StdRng::seed_from_u64(cfg.seed);
     let mut results = Vec::new();
@@ -440,8 +442,18 @@ async fn run_case(
         took_ms: 0,
     };
     // Where the fault goes, looked up before anything stops: a case whose
-    // file or offset does not exist is skipped.
-    let Some(path) = case.target.resolve(&data_dir) else {
+    // file or offset does not exist is skipped. A node rebuilt by an
+    // earlier case starts its log at a snapshot, with one segment: the
+    // load gives it a middle one within seconds.
+    let mut path = case.target.resolve(&data_dir);
+    if case.target == Target::MiddleSegment {
+        let until = Instant::now() + Duration::from_secs(60);
+        while path.is_none() && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            path = case.target.resolve(&data_dir);
+        }
+    }
+    let Some(path) = path else {
         return Ok(result);
     };
     let disk = switches.map(|s| s[target as usize - 1].clone());
