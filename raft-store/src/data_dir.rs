@@ -289,9 +289,13 @@ impl DataDir {
                 .map_err(io(path))?;
             // Empty and told its cluster: a new cluster's member, or a
             // member whose state is gone. Only its peers can tell which.
+            // Empty and not told: a node waiting to be added, or a voter
+            // whose disk was replaced and that was started without
+            // `--initial-cluster`; either way it holds nothing to vote
+            // with until it has caught up.
             let standing = match cluster_id {
                 Some(_) => Standing::Forming,
-                None => Standing::Member,
+                None => Standing::Rejoining,
             };
             let identity = Identity {
                 format_version: FORMAT_VERSION,

@@ -274,6 +274,53 @@ pub async fn earn(
     raft.runtime_config().elect(false);
     let began = Instant::now();
     let mut said = began - Duration::from_secs(60);
+    let mut members = members;
+    if members.is_empty() {
+        // Started empty without `--initial-cluster`: it does not know its
+        // peers until a leader sends it the membership. It takes entries
+        // to learn it (no votes meanwhile). A node that first finds itself
+        // a learner is one being added (`members add-learner`): its log
+        // comes from the leader adding it, and it has acknowledged nothing
+        // as a voter, so it is a member at once, before any promotion. One
+        // that finds itself a voter is a voter whose disk was replaced: it
+        // asks the voters as any rejoining node does.
+        *gate.admits.write() = Admits::EntriesFrom(0);
+        let mut metrics = raft.metrics();
+        loop {
+            let config = metrics.borrow_and_update().membership_config.clone();
+            let membership = config.membership();
+            if membership.learner_ids().any(|l| l == id) {
+                match gate.become_(Standing::Member, None) {
+                    Ok(()) => {
+                        info!(node = id, "added as a learner: a member from now on");
+                        raft.runtime_config().elect(true);
+                        return Earned::Member;
+                    }
+                    Err(e) => warn!(node = id, error = %e, "cannot record its standing"),
+                }
+            }
+            let voters: BTreeMap<NodeId, NodeInfo> = membership
+                .voter_ids()
+                .filter_map(|v| membership.get_node(&v).map(|n| (v, n.clone())))
+                .collect();
+            if voters.contains_key(&id) {
+                members = voters;
+                break;
+            }
+            if said.elapsed() >= Duration::from_secs(5) {
+                info!(
+                    node = id,
+                    "empty and started without --initial-cluster: waiting to be added (raftlock members add-learner)"
+                );
+                said = Instant::now();
+            }
+            tokio::select! {
+                _ = metrics.changed() => {}
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = stopped.wait_for(|s| *s) => return Earned::Member,
+            }
+        }
+    }
     let mut floor = (0u64, 0u64);
     loop {
         let (me, standing) = gate.identity();

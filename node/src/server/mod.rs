@@ -50,9 +50,6 @@ pub enum StartError {
     /// The TLS material is unusable.
     #[error("tls: {0}")]
     Tls(String),
-    /// The node may not vote with what it holds and cannot find out more.
-    #[error("{0}")]
-    Standing(String),
 }
 
 /// A started node.
@@ -77,12 +74,6 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     let joining = data.identity().joining;
     let data = Arc::new(parking_lot::Mutex::new(data));
     let gate = crate::raft::standing::Gate::new(config.id, data.clone());
-    if !gate.is_member() && config.initial_cluster.is_empty() {
-        return Err(StartError::Standing(format!(
-            "node {} does not hold everything it once acknowledged (its data dir is new or its log was damaged) and must ask the other members before it votes again; start it with --initial-cluster naming them",
-            config.id
-        )));
-    }
     let cluster_identity =
         crate::raft::cluster_identity::ClusterIdentity::new(config.id, data.clone());
     let auth = crate::auth::shared(match &config.auth_file {

@@ -17,6 +17,10 @@ enum Loss {
     /// The data dir is gone (a replaced disk, a lost volume); the node is
     /// started with its usual flags, `--initial-cluster` among them.
     DataDir,
+    /// The data dir is gone and the node is started without
+    /// `--initial-cluster`, as a node rebuilt by hand and added back with
+    /// `members add-learner` runs from then on.
+    DataDirWithoutInitialCluster,
     /// The first 4 KiB of its newest log segment are zeros (a lost block).
     ZeroedBlock,
     /// Its log segments are gone and `wal/` is empty (fsck moved them).
@@ -25,7 +29,9 @@ enum Loss {
 
 fn lose(data_dir: &Path, loss: Loss) {
     match loss {
-        Loss::DataDir => std::fs::remove_dir_all(data_dir).unwrap(),
+        Loss::DataDir | Loss::DataDirWithoutInitialCluster => {
+            std::fs::remove_dir_all(data_dir).unwrap()
+        }
         Loss::ZeroedBlock => {
             let newest = wal_files(data_dir).pop().expect("a segment");
             let mut bytes = std::fs::read(&newest).unwrap();
@@ -68,7 +74,7 @@ async fn a_lost_member_and_a_stale_one_never_reissue_a_token(loss: Loss) {
     cluster.kill(3);
     let dir = cluster.node(3).data_dir.clone();
     lose(&dir, loss);
-    if !matches!(loss, Loss::DataDir) {
+    if !matches!(loss, Loss::DataDir | Loss::DataDirWithoutInitialCluster) {
         // Offline, the damage is reported, not read as a clean end.
         let out = std::process::Command::new(raftlock_tests::binary("raftlockd"))
             .arg("check")
@@ -82,6 +88,9 @@ async fn a_lost_member_and_a_stale_one_never_reissue_a_token(loss: Loss) {
             text.contains("DAMAGED") && text.contains("the log ends early"),
             "{loss:?}: {text}"
         );
+    }
+    if matches!(loss, Loss::DataDirWithoutInitialCluster) {
+        cluster.detach_from_initial_cluster(3);
     }
     cluster.start_node(2);
     cluster.start_node(3);
@@ -130,6 +139,11 @@ async fn a_lost_member_and_a_stale_one_never_reissue_a_token(loss: Loss) {
 #[tokio::test]
 async fn a_member_whose_data_dir_was_lost() {
     a_lost_member_and_a_stale_one_never_reissue_a_token(Loss::DataDir).await;
+}
+
+#[tokio::test]
+async fn a_member_whose_data_dir_was_lost_started_without_initial_cluster() {
+    a_lost_member_and_a_stale_one_never_reissue_a_token(Loss::DataDirWithoutInitialCluster).await;
 }
 
 #[tokio::test]
