@@ -277,22 +277,26 @@ impl Api {
                 _ => json!({"type": "string"}),
             },
             Type::Bytes => match rule {
-                // Standard base64, padded or not, or its URL-safe alphabet;
-                // the last character's unused bits are 0.
+                // Standard base64, padded or not, or its URL-safe alphabet
+                // (not both in one value); the last character's unused bits
+                // are 0.
                 Some(Rule::Id { optional }) => json!({
                     "type": "string", "format": "byte",
                     "pattern": if optional {
-                        "^(?:[A-Za-z0-9+/_-]{21}[AQgw](?:==)?)?$"
+                        "^(?:[A-Za-z0-9+/]{21}[AQgw](?:==)?|[A-Za-z0-9_-]{21}[AQgw](?:==)?)?$"
                     } else {
-                        "^[A-Za-z0-9+/_-]{21}[AQgw](?:==)?$"
+                        "^(?:[A-Za-z0-9+/]{21}[AQgw](?:==)?|[A-Za-z0-9_-]{21}[AQgw](?:==)?)$"
                     },
                 }),
-                // Any length of base64, in either alphabet, padded or
-                // not: `format: byte` alone let schemathesis send text the
-                // server rightly refuses as not base64.
+                // Base64 of at most `n` bytes, in either alphabet, padded
+                // or not: `format: byte` alone let schemathesis send text
+                // the server rightly refuses as not base64, and a length
+                // alone, base64 that decodes to a few bytes too many.
                 Some(Rule::Bytes(n)) => json!({
-                    "type": "string", "format": "byte", "maxLength": n.div_ceil(3) * 4,
-                    "pattern": "^(?:[A-Za-z0-9+/_-]{4})*(?:[A-Za-z0-9+/_-][AQgw](?:==)?|[A-Za-z0-9+/_-]{2}[AEIMQUYcgkosw048]=?)?$",
+                    // The unpadded length: any text this long, padded or
+                    // not, holds no more than `n` bytes.
+                    "type": "string", "format": "byte", "maxLength": (4 * n).div_ceil(3),
+                    "pattern": base64_pattern(n),
                 }),
                 _ => json!({"type": "string", "format": "byte"}),
             },
@@ -573,4 +577,59 @@ pub fn document() -> Value {
             "schemas": schemas,
         },
     })
+}
+
+/// A pattern for base64 of at most `n` bytes, in the standard or the
+/// URL-safe alphabet (one per value: the server reads a value in one or the
+/// other), padding optional: whole groups of three bytes, then at most one
+/// group of one or two, whose last character leaves no stray bits.
+fn base64_pattern(n: usize) -> String {
+    let one_alphabet = |c: &str| {
+        let g = format!("[A-Za-z0-9{c}]{{4}}");
+        let one = format!("[A-Za-z0-9{c}][AQgw](?:==)?");
+        let two = format!("[A-Za-z0-9{c}]{{2}}[AEIMQUYcgkosw048]=?");
+        let any_tail = format!("(?:{g}|{one}|{two})?");
+        let full = n / 3;
+        match (n % 3, full) {
+            (0, 0) => String::new(),
+            (0, _) => format!("(?:{g}){{0,{}}}{any_tail}", full - 1),
+            (1, 0) => format!("(?:{one})?"),
+            (1, _) => format!(
+                "(?:(?:{g}){{0,{}}}{any_tail}|(?:{g}){{{full}}}(?:{one})?)",
+                full - 1
+            ),
+            _ => format!("(?:{g}){{0,{full}}}(?:{one}|{two})?"),
+        }
+    };
+    format!("^(?:{}|{})$", one_alphabet("+/"), one_alphabet("_-"))
+}
+
+#[cfg(test)]
+mod base64_tests {
+    use super::base64_pattern;
+    use base64::Engine;
+
+    /// Every encoding of every length up to a few groups past `n` matches
+    /// exactly when it decodes to at most `n` bytes.
+    #[test]
+    fn the_pattern_admits_exactly_the_base64_of_at_most_n_bytes() {
+        for n in 0..12usize {
+            let re = regex::Regex::new(&base64_pattern(n)).unwrap();
+            for len in 0..n + 6 {
+                let bytes = vec![0xfbu8; len];
+                for text in [
+                    base64::engine::general_purpose::STANDARD.encode(&bytes),
+                    base64::engine::general_purpose::STANDARD_NO_PAD.encode(&bytes),
+                    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&bytes),
+                ] {
+                    assert_eq!(re.is_match(&text), len <= n, "n {n}, {len} bytes: {text}");
+                }
+            }
+            // The server reads a value in one alphabet or the other.
+            if n >= 3 {
+                assert!(!re.is_match("+-AA"), "n {n}: mixed alphabets");
+                assert!(!re.is_match("AB"), "n {n}: stray bits");
+            }
+        }
+    }
 }
