@@ -107,7 +107,9 @@ pub async fn start(
         log.flush_leader_appends_in_parallel(id);
     }
     if settings.follower_flushes_inline {
-        log.flush_follower_appends_inline(id);
+        // A quarter of the election timeout: a core blocked that long
+        // still hears its leader before its timer runs out.
+        log.flush_follower_appends_inline(id, settings.election_timeout / 4);
     }
     let network = PeerNetwork::new(&settings.listen_peer, settings.peer_tls.clone())
         .cluster(cluster.clone())

@@ -27,6 +27,7 @@ use std::ops::RangeBounds;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
+use std::time::Duration;
 
 pub use self::format::SEGMENT_BYTES;
 
@@ -132,6 +133,11 @@ struct Inner {
     /// hangs holds (see [`Wal::end_on_stall`]).
     busy_since: Arc<std::sync::atomic::AtomicU64>,
     epoch: std::time::Instant,
+    /// How long the last write and sync took, in µs.
+    last_sync_us: Arc<std::sync::atomic::AtomicU64>,
+    /// Appends are written on the calling thread only while the last sync
+    /// took less than this, in µs (see [`Wal::flush_follower_appends_inline`]).
+    inline_below_us: std::sync::atomic::AtomicU64,
 }
 
 impl Wal {
@@ -166,10 +172,12 @@ impl Wal {
         let writer_flushed = flushed.clone();
         let (failed, _) = tokio::sync::watch::channel(None);
         let busy_since = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let last_sync_us = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let epoch = std::time::Instant::now();
         let process: Arc<parking_lot::Mutex<dyn Process>> =
             Arc::new(parking_lot::Mutex::new(Writer {
                 busy_since: busy_since.clone(),
+                last_sync_us: last_sync_us.clone(),
                 epoch,
                 core,
                 stats: writer_stats,
@@ -203,6 +211,8 @@ impl Wal {
                     inline_for: std::sync::OnceLock::new(),
                     busy_since,
                     epoch,
+                    last_sync_us,
+                    inline_below_us: std::sync::atomic::AtomicU64::new(0),
                 }),
             },
             report,
@@ -299,8 +309,25 @@ impl Wal {
     /// This node's own entries, while it leads, never block its core, and
     /// appends of many commands (a loaded cluster) go to the thread too
     /// (at most `INLINE_MAX_COMMANDS`, 4, are written in place).
-    pub fn flush_follower_appends_inline(&self, id: NodeId) {
+    ///
+    /// Only while the last sync took less than `while_syncs_take_under`:
+    /// a core blocked in a slow sync hears nothing from its leader, and
+    /// its election timer, read when the sync returns, would make it
+    /// campaign and unseat a leader that is doing fine (openraft 0.9 has
+    /// no pre-vote). On a slow disk the core stays free, and the writer
+    /// thread's syncs tell when the disk is fast again.
+    pub fn flush_follower_appends_inline(&self, id: NodeId, while_syncs_take_under: Duration) {
         let _ = self.inner.inline_for.set(id);
+        self.inner
+            .inline_below_us
+            .store(while_syncs_take_under.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// Whether the last sync was quick enough to write on the caller's
+    /// thread.
+    fn syncs_are_quick(&self) -> bool {
+        self.inner.last_sync_us.load(Ordering::Relaxed)
+            < self.inner.inline_below_us.load(Ordering::Relaxed)
     }
 
     /// Appends `entries` and calls `done` once they are durable, or at once
@@ -320,7 +347,8 @@ impl Wal {
             let mut image = self.image_mut();
             let early = self.own_leader_entries(image.vote.as_ref(), &entries);
             let here = self.another_leaders_entries(image.vote.as_ref())
-                && commands(&entries) <= INLINE_MAX_COMMANDS;
+                && commands(&entries) <= INLINE_MAX_COMMANDS
+                && self.syncs_are_quick();
             for e in entries {
                 image.apply_effect(&Effect::Entry(e.log_id.index), Some(e));
             }
@@ -468,6 +496,8 @@ struct Writer<D: WalDir> {
     /// See `Inner::busy_since`.
     busy_since: Arc<std::sync::atomic::AtomicU64>,
     epoch: std::time::Instant,
+    /// See `Inner::last_sync_us`.
+    last_sync_us: Arc<std::sync::atomic::AtomicU64>,
     stats: Arc<FlushStats>,
     flushed: tokio::sync::watch::Sender<Option<LogId>>,
     /// After a failed write the file's tail is unknown: everything after
@@ -549,7 +579,10 @@ impl<D: WalDir> Process for Writer<D> {
         self.busy_since.store(0, Ordering::Relaxed);
         let stats = &self.stats;
         if needs_sync {
-            self.fsync_seconds.record(started.elapsed().as_secs_f64());
+            let took = started.elapsed();
+            self.last_sync_us
+                .store(took.as_micros() as u64, Ordering::Relaxed);
+            self.fsync_seconds.record(took.as_secs_f64());
             stats.fsyncs.fetch_add(1, Ordering::Relaxed);
         }
         let entries: u64 = batch.iter().map(|j| j.entries).sum();

@@ -579,7 +579,7 @@ async fn a_followers_appends_are_synced_in_place_when_the_writer_is_idle() {
     use openraft::storage::RaftLogStorage;
     let disk = SimDir::new();
     let (mut wal, _) = super::Wal::open_in(disk.clone(), SEGMENT).unwrap();
-    wal.flush_follower_appends_inline(1);
+    wal.flush_follower_appends_inline(1, std::time::Duration::from_secs(1));
     let e = |term: u64, leader: u64, index: u64| Entry {
         log_id: LogId::new(CommittedLeaderId::new(term, leader), index),
         payload: EntryPayload::Blank,
@@ -659,4 +659,34 @@ async fn a_followers_appends_are_synced_in_place_when_the_writer_is_idle() {
         image.entries.keys().copied().collect::<Vec<_>>(),
         vec![1, 2, 3, 4, 5, 6]
     );
+}
+
+/// On a disk whose syncs are slow, a follower's appends go to the writer
+/// thread: the appending thread (openraft's core) must stay free to hear
+/// its leader, or its election timer runs out while it syncs.
+#[tokio::test]
+async fn a_followers_appends_leave_the_core_free_while_syncs_are_slow() {
+    use openraft::storage::RaftLogStorage;
+    use std::time::{Duration, Instant};
+    let slow = Duration::from_millis(80);
+    let (mut wal, _) =
+        super::Wal::open_in(super::disk::SlowSyncDir::new(SimDir::new(), slow), SEGMENT).unwrap();
+    wal.flush_follower_appends_inline(1, Duration::from_millis(20));
+    let e = |index: u64| Entry {
+        log_id: LogId::new(CommittedLeaderId::new(1, 2), index),
+        payload: EntryPayload::Blank,
+    };
+    // The vote's sync is the first slow one the log sees.
+    wal.save_vote(&Vote::new_committed(1, 2)).await.unwrap();
+    writer_idle(&wal).await;
+    let started = Instant::now();
+    wal.append_then(vec![e(1)], Box::new(|r| r.unwrap()))
+        .unwrap();
+    assert!(
+        started.elapsed() < slow / 2,
+        "an append blocked its caller for {:?} on a slow disk",
+        started.elapsed()
+    );
+    flushed_reaches(&wal, 1).await;
+    assert!(!wal.syncs_are_quick());
 }
