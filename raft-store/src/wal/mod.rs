@@ -133,7 +133,8 @@ struct Inner {
     /// hangs holds (see [`Wal::end_on_stall`]).
     busy_since: Arc<std::sync::atomic::AtomicU64>,
     epoch: std::time::Instant,
-    /// How long the last write and sync took, in µs.
+    /// How long the last write and sync took, in µs (`u64::MAX` before
+    /// the first).
     last_sync_us: Arc<std::sync::atomic::AtomicU64>,
     /// Appends are written on the calling thread only while the last sync
     /// took less than this, in µs (see [`Wal::flush_follower_appends_inline`]).
@@ -172,7 +173,10 @@ impl Wal {
         let writer_flushed = flushed.clone();
         let (failed, _) = tokio::sync::watch::channel(None);
         let busy_since = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let last_sync_us = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        // Unknown until the first sync: as slow as can be, so that a node
+        // restarted on a slow disk does not stall its core on its first
+        // append before it has measured one.
+        let last_sync_us = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
         let epoch = std::time::Instant::now();
         let process: Arc<parking_lot::Mutex<dyn Process>> =
             Arc::new(parking_lot::Mutex::new(Writer {
