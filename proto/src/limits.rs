@@ -24,6 +24,11 @@ pub const MAX_WAITERS_PER_LOCK: usize = 10_000;
 pub const MAX_LOCKS_PER_SET: usize = 64;
 /// Most locks one session may hold or wait for at once.
 pub const MAX_LOCKS_PER_SESSION: usize = 10_000;
+/// Most holders a BUSY answer names: the oldest grants of the lock in the
+/// way (Describe lists them all). A retried try-lock is answered with the
+/// holders it was first answered with, so each session's unacknowledged
+/// answers keep up to this many grants (without their metadata).
+pub const MAX_BUSY_HOLDERS: usize = 16;
 /// Longest wait an Acquire may ask for, in ms.
 pub const MAX_WAIT_MS: u64 = 3_600_000;
 /// How many finished request ids of acquisitions that were not numbered a

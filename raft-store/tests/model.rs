@@ -269,7 +269,8 @@ enum Answer {
     /// A set held: its session and each lock's token, in name order.
     AcquiredAll(u64, Vec<u64>),
     Queued(usize),
-    Busy,
+    /// Refused at once: the session and token of each holder named.
+    Busy(Vec<(u64, u64)>),
     Ok,
     Err(&'static str),
 }
@@ -282,6 +283,15 @@ struct Request {
     mode: Mode,
     permits: Option<u32>,
     wait: bool,
+}
+
+/// The holders a try-lock refused by `l` names: the oldest grants.
+fn busy(l: &MLock) -> Vec<(u64, u64)> {
+    l.holders
+        .iter()
+        .take(raftlock_proto::limits::MAX_BUSY_HOLDERS)
+        .map(|h| (h.session, h.token))
+        .collect()
 }
 
 fn fits(l: &MLock, mode: Mode, permits: Option<u32>, count: u32) -> bool {
@@ -556,7 +566,16 @@ impl Model {
             return Answer::AcquiredAll(session, vec![index; names.len()]);
         }
         if !wait {
-            return Answer::Busy;
+            // The first lock of the set in the way, in name order.
+            let blocking = names
+                .iter()
+                .find(|n| {
+                    let l = self.locks.get(*n).cloned().unwrap_or_default();
+                    !l.queue.is_empty() || !l.holders.is_empty() || self.delayed.contains_key(*n)
+                })
+                .and_then(|n| self.locks.get(n).cloned())
+                .unwrap_or_default();
+            return Answer::Busy(busy(&blocking));
         }
         let mut position = 0;
         for n in names {
@@ -1119,7 +1138,7 @@ impl Model {
             });
             Answer::Acquired(session, index)
         } else if !wait {
-            Answer::Busy
+            Answer::Busy(busy(&l))
         } else {
             let e = self.locks.entry(name.to_owned()).or_default();
             e.permits = cap;
@@ -1179,7 +1198,9 @@ fn answer_of(o: &Outcome) -> Answer {
         Ok(Reply::SessionCreated { session, .. }) => Answer::Created(*session),
         Ok(Reply::Acquired(g)) | Ok(Reply::Proclaimed(g)) => Answer::Acquired(g.session, g.token),
         Ok(Reply::Queued { position }) => Answer::Queued(*position),
-        Ok(Reply::Busy { .. }) => Answer::Busy,
+        Ok(Reply::Busy { holders }) => {
+            Answer::Busy(holders.iter().map(|h| (h.session, h.token)).collect())
+        }
         Ok(Reply::AcquiredAll(grants)) => Answer::AcquiredAll(
             grants.first().map_or(0, |g| g.session),
             grants.iter().map(|g| g.token).collect(),

@@ -3,7 +3,7 @@
 //! request id finds what the first attempt got, never a second grant.
 
 use super::error::LeaseError;
-use super::lock::{fits, LockState, UNLIMITED};
+use super::lock::{busy_holders, fits, LockState, UNLIMITED};
 use super::outcome::{Event, Reply};
 use super::types::{Finished, Grant, LogIndex, Mode, RequestId, SessionId, Terms, Waiter};
 use super::{validate, Command, LeaseMachine};
@@ -119,7 +119,7 @@ impl LeaseMachine {
 
         if !grant_now && req.wait_ms.is_none() {
             return Ok(Reply::Busy {
-                holders: lock.holders.clone(),
+                holders: busy_holders(&lock.holders),
             });
         }
         if !grant_now && lock.waiters.len() >= limits::MAX_WAITERS_PER_LOCK {

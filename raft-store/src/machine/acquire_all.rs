@@ -91,7 +91,7 @@ impl LeaseMachine {
         if let Some(lock) = blocked {
             if req.wait_ms.is_none() {
                 return Ok(Reply::Busy {
-                    holders: lock.holders.clone(),
+                    holders: super::lock::busy_holders(&lock.holders),
                 });
             }
             if let Some(name) = req.names.iter().find(|n| {

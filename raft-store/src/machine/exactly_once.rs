@@ -397,13 +397,16 @@ impl LeaseMachine {
                         }),
                     }
                 }
-                // Kept without its holders (see below): name today's.
-                Ok(Reply::Busy { .. }) => Ok(Reply::Busy {
-                    holders: self
-                        .locks
-                        .get(name)
-                        .map(|l| l.holders.clone())
-                        .unwrap_or_default(),
+                // The holders of then, kept without their names and
+                // metadata (see below): never today's beside then's verdict.
+                Ok(Reply::Busy { holders }) => Ok(Reply::Busy {
+                    holders: holders
+                        .into_iter()
+                        .map(|h| Grant {
+                            name: name.to_owned(),
+                            ..h
+                        })
+                        .collect(),
                 }),
                 first => first,
             };
@@ -426,14 +429,25 @@ impl LeaseMachine {
                 seq,
                 Box::new(Recorded {
                     request_id,
-                    // A busy answer's holders (and their metadata) would
-                    // let one client's unacknowledged try-locks pin
-                    // megabytes in every replica's state: keep the verdict.
-                    // So for a grant: a duplicate is answered from the lock
-                    // table (`standing`), so its metadata, up to 4 KiB per
-                    // session, need not be kept twice.
+                    // A busy answer's holders with their names and
+                    // metadata would let one client's unacknowledged
+                    // try-locks pin megabytes in every replica's state:
+                    // keep who held it and with which token, which is the
+                    // answer of that moment. A grant's duplicate is
+                    // answered from the lock table (`standing`), so its
+                    // metadata, up to 4 KiB per session, need not be kept
+                    // twice.
                     first: match &first {
-                        Ok(Reply::Busy { .. }) => Ok(Reply::Busy { holders: vec![] }),
+                        Ok(Reply::Busy { holders }) => Ok(Reply::Busy {
+                            holders: holders
+                                .iter()
+                                .map(|h| Grant {
+                                    name: String::new(),
+                                    metadata: Vec::new(),
+                                    ..h.clone()
+                                })
+                                .collect(),
+                        }),
                         Ok(Reply::Acquired(g)) => Ok(Reply::Acquired(Grant {
                             name: g.name.clone(),
                             metadata: Vec::new(),

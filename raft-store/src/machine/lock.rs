@@ -22,6 +22,16 @@ pub(crate) fn fits(holders: &[Grant], permits: Option<u32>, mode: Mode, count: u
     }
 }
 
+/// The holders a BUSY answer names: the oldest
+/// [`MAX_BUSY_HOLDERS`](raftlock_proto::limits::MAX_BUSY_HOLDERS).
+pub(crate) fn busy_holders(holders: &[Grant]) -> Vec<Grant> {
+    holders
+        .iter()
+        .take(raftlock_proto::limits::MAX_BUSY_HOLDERS)
+        .cloned()
+        .collect()
+}
+
 /// Permits the holders take between them.
 pub(crate) fn taken(holders: &[Grant]) -> u64 {
     if crate::planted::planted(crate::planted::Bug::OnePermitEach) {

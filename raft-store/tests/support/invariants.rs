@@ -901,9 +901,15 @@ fn check_reply(
             } else {
                 ensure!(before == after, "a busy try-lock changed the state");
             }
+            let oldest: Vec<_> = before
+                .describe(name)
+                .holders
+                .into_iter()
+                .take(raftlock_proto::limits::MAX_BUSY_HOLDERS)
+                .collect();
             ensure!(
-                *holders == before.describe(name).holders,
-                "busy names holders {holders:?} that are not the lock's"
+                *holders == oldest,
+                "busy names holders {holders:?}, not the lock's oldest"
             );
         }
         Reply::Released { granted } => {

@@ -61,23 +61,27 @@ async fn a_busy_try_lock_retried_after_the_lock_is_freed_stays_busy() {
         raw::silent_session(&leader, 60_000).await,
     );
     let held = raw::acquire(&leader, b, "once/busy", None).await.unwrap();
+    let held = held.grant.unwrap();
     let mut locks = lock_client(&leader).await;
     let try_lock = sequenced(a, "once/busy", 7, 1, 1);
-    assert!(
-        !locks
-            .acquire(try_lock.clone())
-            .await
-            .unwrap()
-            .into_inner()
-            .acquired
-    );
-    raw::release(&leader, b, "once/busy", held.grant.unwrap().token)
+    let first = locks.acquire(try_lock.clone()).await.unwrap().into_inner();
+    assert!(!first.acquired);
+    let named = |r: &AcquireResponse| -> Vec<(u64, u64, String)> {
+        r.holders
+            .iter()
+            .map(|h| (h.session_id, h.token, h.name.clone()))
+            .collect()
+    };
+    assert_eq!(named(&first), vec![(b, held.token, "once/busy".to_owned())]);
+    raw::release(&leader, b, "once/busy", held.token)
         .await
         .unwrap();
     // The caller lost the answer and retries: it gets the answer the first
-    // attempt had, not a grant it would not know to release.
+    // attempt had, not a grant it would not know to release, and not that
+    // verdict beside the holders of now (busy, held by nobody).
     let retry = locks.acquire(try_lock).await.unwrap().into_inner();
     assert!(!retry.acquired, "{retry:?}");
+    assert_eq!(named(&retry), named(&first), "{retry:?}");
     let d = raw::describe(&leader, "once/busy").await.unwrap();
     assert!(d.holders.is_empty(), "{d:?}");
 }

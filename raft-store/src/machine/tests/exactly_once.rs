@@ -117,16 +117,32 @@ fn a_duplicate_of_a_busy_try_lock_stays_busy_after_the_lock_is_freed() {
         log.apply(try_lock.clone()).reply,
         Ok(Reply::Busy { .. })
     ));
-    // Kept as a verdict, without the holders and their metadata.
+    // Kept with who held it and the token, without the lock's name (the
+    // call's own) and the holder's metadata.
+    let kept = Grant {
+        name: String::new(),
+        metadata: Vec::new(),
+        ..held.clone()
+    };
     assert_eq!(
         log.m.once[&a].answers[&1].first,
-        Ok(Reply::Busy { holders: vec![] })
+        Ok(Reply::Busy {
+            holders: vec![kept]
+        })
     );
     release(&mut log, b, "l", held.token);
     // Not yet acknowledged (the answer may have been lost): the retry
-    // gets the first answer, not a grant the caller has given up on.
+    // gets the first answer, not a grant the caller has given up on, and
+    // that answer names the holder of then, not today's nobody.
     let dup = log.apply(try_lock);
-    assert!(matches!(dup.reply, Ok(Reply::Busy { .. })), "{dup}");
+    let named: Vec<_> = match &dup.reply {
+        Ok(Reply::Busy { holders }) => holders
+            .iter()
+            .map(|h| (h.session, h.token, h.name.as_str()))
+            .collect(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(named, vec![(b, held.token, "l")]);
     assert_eq!(grants(&dup), 0);
     assert!(log.m.lock("l").is_none());
 }
