@@ -103,6 +103,10 @@ pub trait Operation: Send + Sized {
     fn token(_out: &Self::Output) -> Option<FencingToken> {
         None
     }
+    /// The proposal failed and the caller is told so: `pending` goes
+    /// without what its drop does for a caller that went away (an acquire
+    /// that may wait cancels its wait then).
+    fn let_go(_pending: Self::Pending) {}
 }
 
 impl Locks {
@@ -160,7 +164,13 @@ impl Locks {
         }
         let (command, pending) = op.command(cx)?;
         let reply = match command {
-            Some(command) => Some(self.node.propose_reply(command).await?),
+            Some(command) => match self.node.propose_reply(command).await {
+                Ok(reply) => Some(reply),
+                Err(e) => {
+                    O::let_go(pending);
+                    return Err(e);
+                }
+            },
             None => None,
         };
         op.answer(cx, pending, reply).await

@@ -143,6 +143,58 @@ async fn a_closed_http_connection_cancels_its_wait() {
     assert_eq!(a2.json(), serde_json::json!({}), "{a2:?}");
 }
 
+/// A caller that goes away while its waiting acquire is still committing
+/// (both followers paused for a moment) cancels it too: the wait was
+/// guarded only once the acquire was answered QUEUED, so it stayed queued,
+/// and the lock went to the gone caller's session at the next release.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_closed_while_its_acquire_commits_cancels_its_wait() {
+    use base64::Engine;
+    use tokio::io::AsyncWriteExt;
+    let mut cluster = Cluster::start(3).await;
+    let leader_id = cluster.wait_for_leader(Duration::from_secs(10)).await;
+    let leader = cluster.node(leader_id).client_addr.clone();
+    let a = grpc::silent_session(&leader, 60_000).await;
+    let b = grpc::silent_session(&leader, 60_000).await;
+    let held = grpc::acquire(&leader, a, "cancel/early", None)
+        .await
+        .unwrap();
+    let request_id =
+        base64::engine::general_purpose::STANDARD.encode(uuid::Uuid::now_v7().as_bytes());
+    let body = format!(
+        r#"{{"sessionId":"{b}","name":"cancel/early","requestId":"{request_id}","waitTimeoutMs":"60000"}}"#
+    );
+    let req = format!(
+        "POST /v1/lock/acquire HTTP/1.1\r\nHost: {leader}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut s = tokio::net::TcpStream::connect(&leader).await.unwrap();
+    // Nothing commits while both followers are stopped: for less than an
+    // election timeout, so that no one stands when they resume.
+    let followers: Vec<u64> = (1..=3).filter(|id| *id != leader_id).collect();
+    for id in &followers {
+        cluster.pause(*id);
+    }
+    s.write_all(req.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    // Gone before its acquire can have committed.
+    drop(s);
+    tokio::time::sleep(Duration::from_millis(90)).await;
+    for id in &followers {
+        cluster.resume(*id);
+    }
+    // The acquire commits and queues; its cancel, proposed a moment after
+    // the close, follows it.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let d = grpc::describe(&leader, "cancel/early").await.unwrap();
+    assert!(d.waiters.is_empty(), "the gone caller still waits: {d:?}");
+    grpc::release(&leader, a, "cancel/early", held.grant.unwrap().token)
+        .await
+        .unwrap();
+    let d = grpc::describe(&leader, "cancel/early").await.unwrap();
+    assert!(d.holders.is_empty() && d.waiters.is_empty(), "{d:?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_wait_removes_a_waiter_and_releases_a_grant_that_won_the_race() {
     let cluster = Cluster::start(3).await;

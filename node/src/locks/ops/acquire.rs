@@ -5,7 +5,7 @@
 use super::super::pipeline::{proposed, Context, Operation, Rights};
 use super::super::waits::{Registration, WaitResult};
 use super::super::{unexpected, Locks};
-use super::cancel_wait::{guarded, queued, wait_ended, Withdraw, Withdrawn};
+use super::cancel_wait::{guarded, queued, wait_ended, AbandonGuard, Withdraw, Withdrawn};
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
 use crate::limits::Limits;
@@ -82,8 +82,19 @@ pub enum Acquired {
 
 /// A waiting acquisition between its proposal and its answer.
 pub struct Pending {
-    registration: Option<Registration>,
+    /// For a call that may wait: where its grant will be sent, and the
+    /// guard that cancels the wait if the call goes away.
+    waiting: Option<(Registration, AbandonGuard)>,
     started: Instant,
+}
+
+impl Pending {
+    /// The call has its answer from its own entry, or an error.
+    fn answered(self) {
+        if let Some((_, guard)) = self.waiting {
+            guard.disarm();
+        }
+    }
 }
 
 impl Operation for Acquire {
@@ -151,11 +162,16 @@ impl Operation for Acquire {
     fn command(&self, cx: Context<'_>) -> Result<(Option<Command>, Pending), NodeError> {
         // Only a call that may wait registers (before proposing, so the
         // grant of a later entry cannot be missed): a try-lock is answered
-        // by its own entry.
-        let registration = self.wait.map(|_| {
-            cx.locks
+        // by its own entry. Its guard is armed before proposing too: a
+        // caller gone while the acquire commits would otherwise leave it
+        // queued, and later granted, for nobody.
+        let waiting = self.wait.map(|_| {
+            let registration = cx
+                .locks
                 .waits
-                .register(self.session, &self.name, self.request_id)
+                .register(self.session, &self.name, self.request_id);
+            let guard = AbandonGuard::new(cx.locks, self.session, &self.name, self.request_id);
+            (registration, guard)
         });
         let mut cmd = Command::Acquire {
             session: self.session,
@@ -176,7 +192,7 @@ impl Operation for Acquire {
             cmd = s.wrap(cmd);
         }
         let pending = Pending {
-            registration,
+            waiting,
             started: Instant::now(),
         };
         Ok((Some(cmd), pending))
@@ -188,20 +204,30 @@ impl Operation for Acquire {
         pending: Pending,
         reply: Option<(u64, Reply)>,
     ) -> Result<Acquired, NodeError> {
-        match proposed(reply)? {
-            (_, Reply::Acquired(g)) => return Ok(Acquired::Granted(g)),
-            (_, Reply::Busy { holders }) => return Ok(Acquired::Busy(holders)),
-            (_, Reply::Queued { position }) => queued(position),
-            (_, other) => return Err(unexpected(other)),
-        }
-        let Some(registration) = pending.registration else {
-            // The state machine queues only a call that asked to wait.
-            return Err(unexpected(Reply::Queued { position: 0 }));
+        let started = pending.started;
+        let (registration, guard) = match (proposed(reply), pending.waiting) {
+            (Ok((_, Reply::Queued { position })), Some(waiting)) => {
+                queued(position);
+                waiting
+            }
+            (reply, waiting) => {
+                Pending { waiting, started }.answered();
+                return match reply? {
+                    (_, Reply::Acquired(g)) => Ok(Acquired::Granted(g)),
+                    (_, Reply::Busy { holders }) => Ok(Acquired::Busy(holders)),
+                    // The state machine queues only a call that asked to
+                    // wait.
+                    (_, other) => Err(unexpected(other)),
+                };
+            }
         };
-        let wait = self.wait_in_queue(cx.locks, cx.caller, registration, pending.started);
-        let call = (self.session, self.name.as_str(), self.request_id);
+        let wait = self.wait_in_queue(cx.locks, cx.caller, registration, started);
         let granted = |a: &Acquired| matches!(a, Acquired::Granted(_));
-        guarded(cx.locks, call, pending.started, granted, wait).await
+        guarded(guard, started, granted, wait).await
+    }
+
+    fn let_go(pending: Pending) {
+        pending.answered();
     }
 
     fn token(out: &Acquired) -> Option<FencingToken> {

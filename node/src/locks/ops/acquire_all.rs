@@ -7,7 +7,7 @@
 use super::super::pipeline::{proposed, Context, Operation, Rights};
 use super::super::waits::{Registration, WaitResult};
 use super::super::{unexpected, Locks};
-use super::cancel_wait::{guarded, queued, wait_ended, Withdraw, Withdrawn};
+use super::cancel_wait::{guarded, queued, wait_ended, AbandonGuard, Withdraw, Withdrawn};
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
 use crate::limits::Limits;
@@ -46,6 +46,9 @@ pub enum AcquiredAll {
 /// A waiting set between its proposal and its answer.
 pub struct Pending {
     registrations: Vec<Registration>,
+    /// Cancels the set's wait if the call goes away before its answer
+    /// (see [`AbandonGuard`]); for a set that may wait.
+    guard: Option<AbandonGuard>,
     started: Instant,
 }
 
@@ -143,8 +146,14 @@ impl Operation for AcquireAll {
             wait_ms: self.wait.map(|d| d.as_millis() as u64),
             metadata: self.metadata.clone(),
         };
+        // Armed before proposing, as an acquire's (see `acquire.rs`): a
+        // cancel of one lock of a set cancels (or releases) the set.
+        let guard = self
+            .wait
+            .map(|_| AbandonGuard::new(cx.locks, self.session, &self.names[0], self.request_id));
         let pending = Pending {
             registrations,
+            guard,
             started: Instant::now(),
         };
         Ok((Some(cmd), pending))
@@ -156,20 +165,38 @@ impl Operation for AcquireAll {
         pending: Pending,
         reply: Option<(u64, Reply)>,
     ) -> Result<AcquiredAll, NodeError> {
-        match proposed(reply)? {
-            (_, Reply::AcquiredAll(grants)) => return Ok(AcquiredAll::Granted(grants)),
-            (_, Reply::Busy { holders }) => return Ok(AcquiredAll::Busy(holders)),
-            (_, Reply::Queued { position }) => queued(position),
-            (_, other) => return Err(unexpected(other)),
-        }
-        if pending.registrations.is_empty() {
-            return Err(unexpected(Reply::Queued { position: 0 }));
-        }
-        // A cancel of one lock of a set cancels (or releases) the set.
-        let wait = self.wait_in_queues(cx.locks, cx.caller, pending.registrations, pending.started);
-        let call = (self.session, self.names[0].as_str(), self.request_id);
+        let Pending {
+            registrations,
+            guard,
+            started,
+        } = pending;
+        let guard = match (proposed(reply), guard) {
+            (Ok((_, Reply::Queued { position })), Some(guard)) if !registrations.is_empty() => {
+                queued(position);
+                guard
+            }
+            (reply, guard) => {
+                if let Some(guard) = guard {
+                    guard.disarm();
+                }
+                return match reply? {
+                    (_, Reply::AcquiredAll(grants)) => Ok(AcquiredAll::Granted(grants)),
+                    (_, Reply::Busy { holders }) => Ok(AcquiredAll::Busy(holders)),
+                    // The state machine queues only a set that asked to
+                    // wait.
+                    (_, other) => Err(unexpected(other)),
+                };
+            }
+        };
+        let wait = self.wait_in_queues(cx.locks, cx.caller, registrations, started);
         let granted = |a: &AcquiredAll| matches!(a, AcquiredAll::Granted(_));
-        guarded(cx.locks, call, pending.started, granted, wait).await
+        guarded(guard, started, granted, wait).await
+    }
+
+    fn let_go(pending: Pending) {
+        if let Some(guard) = pending.guard {
+            guard.disarm();
+        }
     }
 
     fn token(out: &AcquiredAll) -> Option<FencingToken> {

@@ -104,4 +104,8 @@ impl Operation for Campaign {
     fn token(out: &Grant) -> Option<FencingToken> {
         Some(out.token)
     }
+
+    fn let_go(pending: acquire::Pending) {
+        Acquire::let_go(pending);
+    }
 }

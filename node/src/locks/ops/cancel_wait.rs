@@ -238,18 +238,16 @@ pub(in crate::locks) fn queued(position: usize) {
     tracing::debug!(position, "queued");
 }
 
-/// Runs `wait`, the queue wait of acquisition `request_id` of `session`
-/// for `name` (for a lock set, any of its locks), so that if this future
-/// is dropped first, the wait is cancelled on the server; records how long
-/// a wait that ended `granted` took since `started`.
+/// Runs `wait`, a queue wait `guard` watches (armed before the call
+/// proposed its acquire), so that if this future is dropped first, the
+/// wait is cancelled on the server; records how long a wait that ended
+/// `granted` took since `started`.
 pub(in crate::locks) async fn guarded<T>(
-    locks: &Locks,
-    (session, name, request_id): (SessionId, &str, RequestId),
+    guard: AbandonGuard,
     started: tokio::time::Instant,
     granted: impl Fn(&T) -> bool,
     wait: impl std::future::Future<Output = Result<T, NodeError>>,
 ) -> Result<T, NodeError> {
-    let guard = AbandonGuard::new(locks, session, name, request_id);
     let waited = wait.await;
     guard.disarm();
     if waited.as_ref().is_ok_and(granted) {
@@ -276,9 +274,14 @@ pub(in crate::locks) fn wait_ended(
     }
 }
 
-/// Held by a waiting call: if the call's future is dropped before the
-/// wait ends, the wait is cancelled on the server's own task.
-struct AbandonGuard {
+/// Held by a call that may wait, from before it proposes its acquire: if
+/// the call's future is dropped before it has its answer (while the
+/// acquire commits, or while it waits in the queue), the wait is cancelled
+/// on the server's own task. A cancel that reaches the log before its
+/// acquire is kept by the state machine and refuses it, and one that finds
+/// the lock already granted releases it: nobody holds a lock for a caller
+/// that went away.
+pub(in crate::locks) struct AbandonGuard {
     locks: Option<Locks>,
     session: SessionId,
     name: String,
@@ -286,7 +289,14 @@ struct AbandonGuard {
 }
 
 impl AbandonGuard {
-    fn new(locks: &Locks, session: SessionId, name: &str, request_id: RequestId) -> Self {
+    /// Armed for acquisition `request_id` of `session` for `name` (for a
+    /// lock set, any of its locks).
+    pub(in crate::locks) fn new(
+        locks: &Locks,
+        session: SessionId,
+        name: &str,
+        request_id: RequestId,
+    ) -> Self {
         AbandonGuard {
             locks: Some(locks.clone()),
             session,
@@ -295,8 +305,8 @@ impl AbandonGuard {
         }
     }
 
-    /// The wait ended with an answer for the caller: nothing to cancel.
-    fn disarm(mut self) {
+    /// The caller has its answer: nothing to cancel.
+    pub(in crate::locks) fn disarm(mut self) {
         self.locks = None;
     }
 }
