@@ -248,8 +248,17 @@ fn lock_events(command: &Command, events: &[Event]) -> Vec<LockEvent> {
         .iter()
         .filter_map(|e| match e {
             Event::Granted(g) => {
-                let direct = matches!(command, Command::Acquire { session, name, .. }
-                    if *session == g.session && *name == g.name);
+                // Granted to the command's own session and lock(s): at
+                // once; to anyone else: by the command that freed it.
+                let direct = match command {
+                    Command::Acquire { session, name, .. } => {
+                        *session == g.session && *name == g.name
+                    }
+                    Command::AcquireAll { session, names, .. } => {
+                        *session == g.session && names.contains(&g.name)
+                    }
+                    _ => false,
+                };
                 Some(LockEvent {
                     kind: if direct {
                         LockEventKind::Granted

@@ -88,6 +88,25 @@ async fn watch_names_grants_handoffs_releases_expiries_and_force_releases() {
         (LockEventKind::Released, token)
     );
     other.release().await.unwrap();
+
+    // A set of free locks is granted at once, not handed off: it was
+    // reported as a handoff when only a single acquire counted as direct.
+    let set = waiter.lock_all(["w/c", "w/d"]).acquire().await.unwrap();
+    let b = next(&mut events, "the set's grant").await;
+    let seen: Vec<_> = b
+        .events
+        .iter()
+        .map(|e| (e.kind, e.name.as_str(), e.session_id))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (LockEventKind::Granted, "w/c", waiter.id()),
+            (LockEventKind::Granted, "w/d", waiter.id())
+        ],
+        "{b:?}"
+    );
+    set.release().await.unwrap();
 }
 
 /// A writer grants and releases while the leader is killed; the watcher,
