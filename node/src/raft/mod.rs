@@ -17,6 +17,7 @@
 pub mod batch;
 pub mod cluster_identity;
 pub mod confirm;
+mod gate;
 pub mod network;
 pub mod node;
 pub mod peer_codec;
