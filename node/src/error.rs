@@ -132,7 +132,9 @@ pub fn lease_reason(e: &LeaseError) -> Reason {
         LeaseError::LimitConflict { .. } | LeaseError::MoreThanBurst { .. } => {
             Reason::LimitConflict
         }
-        LeaseError::TooManyLimits { .. } => Reason::LimitExceeded,
+        LeaseError::TooManyLimits { .. } | LeaseError::TooManySessions { .. } => {
+            Reason::LimitExceeded
+        }
         LeaseError::NotLeaseOwner { .. } => Reason::PermissionDenied,
     }
 }

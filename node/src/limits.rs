@@ -42,7 +42,8 @@ pub struct LimitArgs {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_wait_ms: Option<u64>,
-    /// Most live sessions one authenticated identity may have [default: 10000].
+    /// Most live sessions one identity may have; without authentication,
+    /// all callers together [default: 10000].
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_sessions_per_identity: Option<u64>,

@@ -26,6 +26,11 @@ const LOCKS: [&str; 3] = ["a", "b", "c"];
 #[derive(Clone, Debug)]
 enum Op {
     Create(usize),
+    /// A creation under the owner's session limit.
+    CreateLimited {
+        owner: usize,
+        max: u64,
+    },
     Close(usize),
     Expire(Vec<usize>),
     Acquire {
@@ -142,6 +147,7 @@ const OWNERS: [&str; 3] = ["", "team-a", "team-b"];
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         2 => (0..OWNERS.len()).prop_map(Op::Create),
+        1 => (0..OWNERS.len(), 0u64..6).prop_map(|(owner, max)| Op::CreateLimited { owner, max }),
         1 => any::<usize>().prop_map(Op::Close),
         1 => prop::collection::vec(any::<usize>(), 1..3).prop_map(Op::Expire),
         8 => (any::<usize>(), 0..LOCKS.len(), 0u8..6, any::<bool>(),
@@ -604,6 +610,28 @@ impl Model {
                     },
                     Answer::Created(index),
                 )
+            }
+            Op::CreateLimited { owner, max } => {
+                let owner = OWNERS[*owner];
+                let cmd = Command::WithinSessionLimit {
+                    max_sessions: *max,
+                    command: Box::new(Command::CreateSession {
+                        ttl_ms: 5_000,
+                        client_name: String::new(),
+                        owner: owner.into(),
+                    }),
+                };
+                // The empty owner is every caller: all sessions count.
+                let live = self
+                    .alive
+                    .iter()
+                    .filter(|s| owner.is_empty() || self.owner.get(*s) == Some(&owner))
+                    .count() as u64;
+                if live >= *max {
+                    return (cmd, Answer::Err("too-many-sessions"));
+                }
+                self.create(owner, index);
+                (cmd, Answer::Created(index))
             }
             Op::CreateOnce { owner, key } => {
                 let (owner, key) = (OWNERS[*owner], KEYS[*key]);

@@ -202,6 +202,15 @@ pub enum LeaseError {
         /// The identity that took it.
         owner: String,
     },
+    /// The session's owner already has as many live sessions as the
+    /// limit the leader applied when it proposed the creation.
+    #[error("identity {owner:?} already has {max} live sessions, the limit per identity; close some first")]
+    TooManySessions {
+        /// The identity ("" without authentication: every caller).
+        owner: String,
+        /// The limit.
+        max: u64,
+    },
 }
 
 impl LeaseError {
@@ -232,6 +241,7 @@ impl LeaseError {
             LeaseError::MoreThanBurst { .. } => "more-than-burst",
             LeaseError::TooManyLimits { .. } => "too-many-limits",
             LeaseError::NotLeaseOwner { .. } => "not-lease-owner",
+            LeaseError::TooManySessions { .. } => "too-many-sessions",
         }
     }
 }

@@ -313,6 +313,19 @@ pub enum Command {
         /// Stored with each grant.
         metadata: Vec<u8>,
     },
+    /// A session creation ([`Command::CreateSession`],
+    /// [`Command::CreateSessionOnce`] or [`Command::CreateSessionAt`])
+    /// under the limit the proposing leader applies: refused when its owner
+    /// already has `max_sessions` live sessions (all sessions, for the
+    /// empty owner of a cluster without authentication). The leader checks
+    /// the limit before proposing too, but only the log orders concurrent
+    /// creations, so only this check holds under a race.
+    WithinSessionLimit {
+        /// The most live sessions the owner may have.
+        max_sessions: u64,
+        /// The creation.
+        command: Box<Command>,
+    },
 }
 
 impl Command {
@@ -342,6 +355,7 @@ impl Command {
             Command::EndLockDelayAt { .. } => "end_lock_delay",
             Command::ByOwner { command, .. } => command.kind(),
             Command::AcquireAll { .. } => "acquire_all",
+            Command::WithinSessionLimit { command, .. } => command.kind(),
         }
     }
 
@@ -351,7 +365,8 @@ impl Command {
             Command::Sequenced { command, .. }
             | Command::SequencedAcks { command, .. }
             | Command::WithTerms { command, .. }
-            | Command::ByOwner { command, .. } => command.unwrapped(),
+            | Command::ByOwner { command, .. }
+            | Command::WithinSessionLimit { command, .. } => command.unwrapped(),
             other => other,
         }
     }
@@ -375,7 +390,8 @@ pub struct LeaseMachine {
     /// of it waits for a lock-delay to end, or is a lock set (`sets`)
     /// that waits for another of its locks.
     locks: BTreeMap<String, LockState>,
-    /// Live sessions per non-empty owner, for the per-identity limit.
+    /// Live sessions per non-empty owner, for the per-identity limit (the
+    /// empty owner's are all of `sessions`).
     /// Derived from `sessions`, kept so the leader can check the limit
     /// without a scan.
     #[serde(default)]

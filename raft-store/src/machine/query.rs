@@ -140,6 +140,16 @@ impl LeaseMachine {
         self.owners.get(owner).copied().unwrap_or(0)
     }
 
+    /// The live sessions that count against `owner`'s session limit: its
+    /// own, or for the empty owner (every caller of a cluster without
+    /// authentication) all of them.
+    pub fn sessions_within_limit_of(&self, owner: &str) -> u64 {
+        if owner.is_empty() {
+            return self.sessions.len() as u64;
+        }
+        self.sessions_owned_by(owner)
+    }
+
     /// A session by id.
     pub fn session(&self, id: SessionId) -> Option<&Session> {
         self.sessions.get(&id)

@@ -1,6 +1,7 @@
 //! The one place that knows the history of the log's format. An entry is a
 //! [`Command`] as the release that proposed it wrote it: wrappers
-//! (`WithTerms`, `Sequenced`, `SequencedAcks`, `ByOwner`) and three shapes of
+//! (`WithTerms`, `Sequenced`, `SequencedAcks`, `ByOwner`,
+//! `WithinSessionLimit`) and three shapes of
 //! session creation (`CreateSession`, `CreateSessionOnce`,
 //! `CreateSessionAt`) were added as the API grew, and an entry written by any
 //! release must apply the same way today. [`Request::of`] maps each shape to
@@ -92,6 +93,9 @@ pub(super) struct NewSession<'a> {
     pub key: Option<u128>,
     /// Where its client runs, if the client said.
     pub origin: Option<&'a Origin>,
+    /// The most live sessions its owner may have (`None`: from a release
+    /// that did not say, no limit).
+    pub max_sessions: Option<u64>,
 }
 
 /// An acquisition's number in its session's exactly-once sequence.
@@ -117,6 +121,7 @@ impl<'a> Request<'a> {
                 owner,
                 key: None,
                 origin: None,
+                max_sessions: None,
             }),
             Command::CreateSessionOnce {
                 ttl_ms,
@@ -129,6 +134,7 @@ impl<'a> Request<'a> {
                 owner,
                 key: Some(*key),
                 origin: None,
+                max_sessions: None,
             }),
             Command::CreateSessionAt {
                 ttl_ms,
@@ -142,6 +148,7 @@ impl<'a> Request<'a> {
                 owner,
                 key: *key,
                 origin: Some(origin),
+                max_sessions: None,
             }),
             Command::CloseSession { session } => Request::CloseSession { session: *session },
             Command::ExpireSessions { sessions } => Request::ExpireSessions { sessions },
@@ -226,6 +233,19 @@ impl<'a> Request<'a> {
             Command::Take { .. } | Command::ReturnTokens { .. } => Self::rate(command, ""),
             Command::ByOwner { owner, command } => Self::rate(command, owner),
             Command::DeleteLimit { name } => Request::DeleteLimit { name },
+            Command::WithinSessionLimit {
+                max_sessions,
+                command,
+            } => match Request::of(command) {
+                Request::CreateSession(new) => Request::CreateSession(NewSession {
+                    max_sessions: Some(*max_sessions),
+                    ..new
+                }),
+                _ => Request::Malformed(LeaseError::InvalidArgument(format!(
+                    "only a session creation has a session limit, not {}",
+                    command.kind()
+                ))),
+            },
             Command::AcquireAll {
                 session,
                 names,

@@ -21,6 +21,15 @@ impl LeaseMachine {
         validate::ttl(ttl_ms)?;
         validate::client_name(client_name)?;
         validate::client_name(owner)?;
+        if let Some(max) = new.max_sessions {
+            let live = self.sessions_within_limit_of(owner);
+            if live >= max {
+                return Err(LeaseError::TooManySessions {
+                    owner: owner.to_owned(),
+                    max,
+                });
+            }
+        }
         if !owner.is_empty() {
             *self.owners.entry(owner.to_owned()).or_default() += 1;
         }

@@ -573,11 +573,23 @@ impl Driver {
             b
         };
         match b {
-            0..=17 => Command::CreateSession {
-                ttl_ms: pick_usually(d, &TTLS, &ODD_TTLS),
-                client_name: pick_usually(d, &self.client_names.0, &self.client_names.1),
-                owner: pick_usually(d, &self.owners.0, &self.owners.1),
-            },
+            0..=17 => {
+                let create = Command::CreateSession {
+                    ttl_ms: pick_usually(d, &TTLS, &ODD_TTLS),
+                    client_name: pick_usually(d, &self.client_names.0, &self.client_names.1),
+                    owner: pick_usually(d, &self.owners.0, &self.owners.1),
+                };
+                // Now and then under a session limit, which may refuse it
+                // (never the creation that keeps a few sessions alive).
+                if (1..=4).contains(&b) {
+                    Command::WithinSessionLimit {
+                        max_sessions: u64::from(d.byte() % 8),
+                        command: Box::new(create),
+                    }
+                } else {
+                    create
+                }
+            }
             18..=23 => self.create_once(d),
             24..=31 => Command::CloseSession {
                 session: self.session(d),

@@ -363,3 +363,80 @@ async fn per_connection_limits_refuse_the_flooder_only() {
         .await;
     assert!(ok.is_ok(), "a freed slot admits a new stream");
 }
+
+/// Creates `n` sessions at once on the leader as `acc`: the ones created,
+/// with every refusal checked to be the session limit.
+async fn create_at_once(cluster: &Cluster, acc: &Access, n: usize) -> Vec<u64> {
+    let leader = leader_addr(cluster).await;
+    let mut calls = Vec::new();
+    for _ in 0..n {
+        let (acc, leader) = (acc.clone(), leader.clone());
+        calls.push(tokio::spawn(async move {
+            let mut sessions = SessionClient::new(acc.channel(&leader).await.unwrap());
+            sessions
+                .create(acc.request(CreateSessionRequest {
+                    ttl_ms: 30_000,
+                    client_name: "at-once".into(),
+                    ..Default::default()
+                }))
+                .await
+        }));
+    }
+    let mut created = Vec::new();
+    for call in calls {
+        match call.await.unwrap() {
+            Ok(r) => created.push(r.into_inner().session_id),
+            Err(e) => {
+                assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+                assert_eq!(reason::of(&e), Some(Reason::LimitExceeded), "{e:?}");
+                assert!(e.message().contains("limit per identity"), "{e:?}");
+            }
+        }
+    }
+    created
+}
+
+/// The leader's check before proposing sees committed sessions only, so
+/// creations that arrive together all pass it; the limit holds because
+/// the log orders them and each entry carries it.
+#[tokio::test(flavor = "multi_thread")]
+async fn creations_at_once_stay_within_the_limit_per_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let auth = auth_file(dir.path()).display().to_string();
+    let cluster = Cluster::start_secure(
+        3,
+        &["--auth-file", &auth, "--max-sessions-per-identity", "3"],
+        Access {
+            token: Some("token-root".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let a = raw_as(&cluster, Some("token-a"));
+    let created = create_at_once(&cluster, &a, 24).await;
+    assert_eq!(
+        created.len(),
+        3,
+        "identity a got {created:?}, over its limit of 3"
+    );
+    // Another identity is not affected.
+    let b = raw_as(&cluster, Some("token-b"));
+    assert_eq!(create_at_once(&cluster, &b, 1).await.len(), 1);
+}
+
+/// Without authentication every caller is the one anonymous identity, so
+/// the limit bounds the cluster's sessions rather than nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_authentication_the_limit_bounds_all_sessions() {
+    let cluster = Cluster::start_with(3, &["--max-sessions-per-identity", "4"]).await;
+    let anyone = Access::default();
+    let created = create_at_once(&cluster, &anyone, 16).await;
+    assert_eq!(created.len(), 4, "{created:?}: over the limit of 4");
+    assert!(create_at_once(&cluster, &anyone, 1).await.is_empty());
+    // Closing one makes room for one.
+    let leader = leader_addr(&cluster).await;
+    raftlock_tests::raw::close_session(&leader, created[0])
+        .await
+        .unwrap();
+    assert_eq!(create_at_once(&cluster, &anyone, 2).await.len(), 1);
+}

@@ -5,7 +5,7 @@ use super::super::unexpected;
 use crate::auth::Access;
 use crate::error::NodeError;
 use crate::limits::Limits;
-use raftlock_store::machine::{validate, Command, Origin, Reply, SessionId};
+use raftlock_store::machine::{validate, Command, LeaseError, Origin, Reply, SessionId};
 use std::time::Duration;
 
 /// Create a session.
@@ -47,12 +47,12 @@ impl Operation for CreateSession {
         Ok(())
     }
 
-    /// The sessions an identity may keep at once. A retry of a creation
-    /// that succeeded adds no session, so it passes.
+    /// The sessions an identity may keep at once (without authentication
+    /// every caller is the one anonymous identity). A retry of a creation
+    /// that succeeded adds no session, so it passes. This only saves a log
+    /// entry: concurrent creations all pass it, and the limit the command
+    /// carries is what holds (`Command::WithinSessionLimit`).
     fn admit(&self, cx: Context<'_>) -> Result<(), NodeError> {
-        if !cx.caller.checks_ownership() {
-            return Ok(());
-        }
         let node = cx.locks.node();
         let state = node.state().read();
         let retry_of = self
@@ -62,12 +62,12 @@ impl Operation for CreateSession {
             return Ok(());
         }
         let max = node.limits().max_sessions_per_identity;
-        let live = state.machine.sessions_owned_by(cx.caller.name());
+        let live = state.machine.sessions_within_limit_of(cx.caller.name());
         if live >= max {
-            return Err(NodeError::ResourceExhausted(format!(
-                "identity {:?} already has {live} live sessions, the limit per identity is {max}; close some first",
-                cx.caller.name()
-            )));
+            return Err(NodeError::Lease(LeaseError::TooManySessions {
+                owner: cx.caller.name().to_owned(),
+                max,
+            }));
         }
         Ok(())
     }
@@ -75,7 +75,7 @@ impl Operation for CreateSession {
     fn command(&self, cx: Context<'_>) -> Result<(Option<Command>, ()), NodeError> {
         let owner = cx.caller.name().to_owned();
         let (ttl_ms, client_name) = (self.ttl_ms, self.client_name.clone());
-        let cmd = match self.creation_key {
+        let create = match self.creation_key {
             // Only a client that said where it runs gets the newer
             // command, so a cluster in a rolling upgrade serves older
             // clients with entries every follower decodes.
@@ -97,6 +97,10 @@ impl Operation for CreateSession {
                 client_name,
                 owner,
             },
+        };
+        let cmd = Command::WithinSessionLimit {
+            max_sessions: cx.locks.node().limits().max_sessions_per_identity,
+            command: Box::new(create),
         };
         Ok((Some(cmd), ()))
     }

@@ -663,3 +663,42 @@ fn numbered_acquisitions_leave_no_history_once_acknowledged() {
     release(&mut log, s, "plain", granted(&o).token);
     assert_eq!(log.m.session(s).unwrap().finished.len(), 1);
 }
+
+#[test]
+fn a_creation_past_its_owners_session_limit_is_refused_but_its_retry_is_not() {
+    let mut log = Log::new();
+    let limited = |owner: &str, key: Option<u128>, max| Command::WithinSessionLimit {
+        max_sessions: max,
+        command: Box::new(Command::CreateSessionAt {
+            ttl_ms: 10_000,
+            client_name: "billing".into(),
+            owner: owner.into(),
+            key,
+            origin: Origin::default(),
+        }),
+    };
+    let first = created(&log.apply(limited("a", Some(1), 2)));
+    created(&log.apply(limited("a", Some(2), 2)));
+    let before = log.m.clone();
+    let refused = log.apply(limited("a", Some(3), 2));
+    assert_eq!(
+        refused.reply,
+        Err(LeaseError::TooManySessions {
+            owner: "a".into(),
+            max: 2
+        })
+    );
+    assert_eq!(log.m, before, "a refused creation changes nothing");
+    // A retry of a creation that succeeded adds no session: it passes.
+    assert_eq!(created(&log.apply(limited("a", Some(1), 2))), first);
+    // Another owner has its own count; the empty owner counts every session.
+    created(&log.apply(limited("b", None, 2)));
+    assert!(log.apply(limited("", None, 3)).reply.is_err());
+    created(&log.apply(limited("", None, 4)));
+    // Only a creation takes a session limit.
+    let wrapped = log.apply(Command::WithinSessionLimit {
+        max_sessions: 9,
+        command: Box::new(Command::CloseSession { session: first }),
+    });
+    assert!(matches!(wrapped.reply, Err(LeaseError::InvalidArgument(_))));
+}
