@@ -134,7 +134,7 @@ pub use client::Client;
 pub use election::{Candidate, Election, Leadership};
 pub use error::Error;
 pub use lease::safety_margin;
-pub use lock::{LockBuilder, LockGuard};
+pub use lock::{Attempt, LockBuilder, LockGuard};
 pub use lock_all::{LockAllBuilder, LockSet};
 pub use ratelimit::{Admission, LimitInfo, RateLimit, TokenLease};
 pub use session::Session;

@@ -159,8 +159,8 @@ impl LockBuilder {
             .timeout
             .unwrap_or_else(|| self.session.inner.client.inner.cluster.max_wait());
         match self.run(Some(wait)).await? {
-            Some(g) => Ok(g),
-            None => Err(Error::WaitTimedOut(String::new())),
+            Ok(g) => Ok(g),
+            Err(_) => Err(Error::WaitTimedOut(String::new())),
         }
     }
 
@@ -176,10 +176,39 @@ impl LockBuilder {
     /// # Ok(()) }
     /// ```
     pub async fn try_acquire(self) -> Result<Option<LockGuard>, Error> {
-        self.run(None).await
+        Ok(self.run(None).await?.ok())
     }
 
-    async fn run(self, wait: Option<Duration>) -> Result<Option<LockGuard>, Error> {
+    /// Tries once, as [`LockBuilder::try_acquire`], and when the lock is
+    /// taken says by whom: the holders the cluster found at the moment it
+    /// refused (at most the 16 oldest grants, without their metadata; none
+    /// if only queued acquisitions or a lock-delay stood in the way). A
+    /// refusal retried after a lost answer names the same holders, not
+    /// today's.
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// use raftlock_client::Attempt;
+    /// match s.lock("nightly").attempt().await? {
+    ///     Attempt::Acquired(guard) => { /* run the job */ guard.release().await?; }
+    ///     Attempt::Busy(holders) => {
+    ///         for h in holders {
+    ///             println!("held by session {} with token {}", h.session_id, h.token);
+    ///         }
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn attempt(self) -> Result<Attempt, Error> {
+        Ok(match self.run(None).await? {
+            Ok(guard) => Attempt::Acquired(guard),
+            Err(holders) => Attempt::Busy(holders),
+        })
+    }
+
+    /// The guard, or for a try that found the lock taken, the holders the
+    /// refusal named.
+    async fn run(self, wait: Option<Duration>) -> Result<Result<LockGuard, Vec<Grant>>, Error> {
         let session = self.session.clone();
         let inner = &session.inner;
         inner_valid(&session)?;
@@ -235,6 +264,7 @@ impl LockBuilder {
             c.disarm();
         }
         let res = res.map_err(|s| Error::from_status(&s, Some(inner.lease.id), Some(&name)))?;
+        let holders: Vec<Grant> = res.holders.iter().cloned().map(grant_from).collect();
         match (resp_grant(res), wait) {
             (Some(grant), _) => {
                 // The leader counts a cap from when it applied the grant,
@@ -244,17 +274,35 @@ impl LockBuilder {
                     let cap = Duration::from_millis(grant.max_hold_ms);
                     started + cap - crate::lease::safety_margin(cap)
                 });
-                Ok(Some(LockGuard {
+                Ok(Ok(LockGuard {
                     session,
                     grant,
                     released: AtomicBool::new(false),
                     hold_until,
                 }))
             }
-            (None, None) => Ok(None),
+            (None, None) => Ok(Err(holders)),
             (None, Some(_)) => Err(Error::WaitTimedOut(name)),
         }
     }
+}
+
+/// The answer to [`LockBuilder::attempt`]: the lock, or who held it.
+///
+/// ```no_run
+/// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+/// if let raftlock_client::Attempt::Busy(holders) = s.lock("nightly").attempt().await? {
+///     println!("{} holder(s)", holders.len());
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "an acquired lock is released when its guard is dropped"]
+pub enum Attempt {
+    /// The lock is held by this session.
+    Acquired(LockGuard),
+    /// It was taken: its holders when the cluster refused, oldest first.
+    Busy(Vec<Grant>),
 }
 
 /// Runs `work` (a cancel or release of `names`) in the background, where a
@@ -626,6 +674,16 @@ pub(crate) fn settle_release<T>(
         Ok(_) => Ok(()),
         Err(s) if retried && reason::of(&s) == Some(Reason::NotHolder) => Ok(()),
         Err(s) => Err(Error::from_status(&s, Some(session), Some(name))),
+    }
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("name", &self.grant.name)
+            .field("token", &self.grant.token)
+            .field("session", &self.grant.session_id)
+            .finish()
     }
 }
 

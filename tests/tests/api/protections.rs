@@ -140,8 +140,7 @@ async fn a_lock_delay_holds_the_lock_after_an_expiry_and_not_after_a_release() {
         .lock_delay(Duration::from_secs(61))
         .try_acquire()
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
 }
 
@@ -218,8 +217,7 @@ async fn a_hold_cap_releases_on_time_and_the_guard_reports_the_loss_first() {
         .max_hold(Duration::from_secs(5))
         .try_acquire()
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
     let limits = client.status().await.unwrap().limits.unwrap();
     assert_eq!(
