@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Shows that raftlock-jepsen catches real bugs in the real server: builds
-# raftlockd with the test-only `planted-bugs` feature (into its own target
-# dir, so no normal build ever has it), plants one bug per run through
-# RAFTLOCK_PLANT, and requires every run to be judged invalid.
+# raftlockd with the test-only `planted-bugs` feature, plants one bug per
+# run through RAFTLOCK_PLANT, and requires every run to be judged invalid.
+# The feature build shares the target dir and selects the whole workspace
+# as the normal build does, so that dependencies keep the same features and
+# only the two crates it changes are compiled again; its binary is copied
+# out at once and the normal ones put back (cargo keeps both builds), so
+# target/debug/raftlockd never has the feature.
 #
 #   jepsen/planted.sh [--time 20s]
 #
@@ -12,10 +16,15 @@ cd "$(dirname "$0")/.."
 time=20s
 if [[ "${1:-}" == "--time" ]]; then time="$2"; fi
 
-cargo build --quiet -p raftlock-jepsen
-cargo build --quiet -p raftlock-node --features planted-bugs --target-dir target/planted
+mkdir -p target/planted
+cargo build --quiet --workspace --bins --features raftlock-node/planted-bugs
+cp target/debug/raftlockd target/planted/raftlockd
+cargo build --quiet --workspace --bins
+if cmp -s target/debug/raftlockd target/planted/raftlockd; then
+  echo "target/debug/raftlockd is still the planted build"; exit 1
+fi
 jepsen=target/debug/raftlock-jepsen
-planted=target/planted/debug/raftlockd
+planted=target/planted/raftlockd
 out=target/jepsen-planted
 rm -rf "$out"
 
@@ -42,6 +51,13 @@ runs=(
   # damaged nodes start on shortened logs and elect a leader that lost
   # acknowledged grants.
   "damage-as-torn      mutex     disk     1 3"
+  # A try-lock refused by a held lock names nobody as its holder (the
+  # answer a retried BUSY gave when it was rebuilt from the state of the
+  # retry).
+  "busy-names-nobody  mutex     none     1 2"
+  # Validate and Describe answered from a cache of the last second: a
+  # released token still validates, a released holder is still described.
+  "stale-reads        mutex     none     1 2 3"
   # A member that lost its data dir votes at once: the disk nemesis's
   # first round under seeds 2 and 6 loses a member while another is down
   # and stale, and starts the two alone; they elect the stale one and

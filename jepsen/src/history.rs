@@ -24,7 +24,10 @@ pub enum Type {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum F {
-    /// Acquire the exclusive lock `lock`; `ok` carries the token.
+    /// Acquire the exclusive lock `lock`; `ok` carries the token. With
+    /// `value` = `{"try": true}` it is a try-lock: its `fail` with `value` =
+    /// `{"busy": [[session, token], ...]}` is a BUSY answer naming those
+    /// holders.
     Acquire,
     /// Release `lock` held with `token`.
     Release,
@@ -88,6 +91,9 @@ pub enum F {
     /// `"tokens"`, one per lock in the same order, and `token` is the
     /// first; each lock is then released on its own (`release`).
     AcquireAll,
+    /// `Describe(lock)`, a linearizable read: the `ok` has `value` =
+    /// `{"holders": [[session, token], ...]}`.
+    Describe,
 }
 
 /// One record of the history.

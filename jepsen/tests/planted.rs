@@ -106,3 +106,17 @@ async fn state_lost_in_a_restart_breaks_durability() {
     assert_eq!(verdict, "invalid");
     assert_invalid(&checks, "durability");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_answer_naming_nobody_breaks_linearizability() {
+    let (verdict, checks) = verdicts(Kind::Mutex, Fault::BusyNamesNobody).await;
+    assert_eq!(verdict, "invalid");
+    assert_invalid(&checks, "linearizable");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_and_describe_from_a_read_cache_break_linearizability() {
+    let (verdict, checks) = verdicts(Kind::Mutex, Fault::StaleReads).await;
+    assert_eq!(verdict, "invalid");
+    assert_invalid(&checks, "linearizable");
+}

@@ -7,7 +7,11 @@
 //! function carries a feature switch of its own. A build with the feature
 //! plants the bug named in `RAFTLOCK_PLANT` ([`plant_from_env`]).
 
+use std::any::Any;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// A bug to plant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,10 +42,16 @@ pub enum Bug {
     /// A node that lost its state (an empty data dir, a log set aside)
     /// votes and acknowledges at once, as one that kept it would.
     LostStateVotes,
+    /// A try-lock refused because the lock is held names nobody as its
+    /// holder.
+    BusyNamesNobody,
+    /// Validate and Describe answer what the same question got up to a
+    /// second ago (a read cache with no invalidation).
+    StaleReads,
 }
 
 impl Bug {
-    const ALL: [(Bug, &'static str); 9] = [
+    const ALL: [(Bug, &'static str); 11] = [
         (Bug::DoubleGrant, "double-grant"),
         (Bug::TokenReuse, "token-reuse"),
         (Bug::UnconfirmedExpiry, "unconfirmed-expiry"),
@@ -51,6 +61,8 @@ impl Bug {
         (Bug::DamageAsTorn, "damage-as-torn"),
         (Bug::SetGrantsEarly, "set-grants-early"),
         (Bug::LostStateVotes, "lost-state-votes"),
+        (Bug::BusyNamesNobody, "busy-names-nobody"),
+        (Bug::StaleReads, "stale-reads"),
     ];
 
     /// Reads a bug's name.
@@ -81,6 +93,30 @@ pub fn token_index(index: u64) -> u64 {
     } else {
         index
     }
+}
+
+/// The answer to a read: `fresh()`, or under [`Bug::StaleReads`] the
+/// answer the read keyed `key` got up to a second ago, if it got one.
+pub fn remembered<T: Clone + Send + 'static>(key: String, fresh: impl FnOnce() -> T) -> T {
+    if !planted(Bug::StaleReads) {
+        return fresh();
+    }
+    type Cache = HashMap<String, (Instant, Box<dyn Any + Send>)>;
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    let mut cache = CACHE
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some((at, answer)) = cache.get(&key) {
+        if at.elapsed() < Duration::from_secs(1) {
+            if let Some(answer) = answer.downcast_ref::<T>() {
+                return answer.clone();
+            }
+        }
+    }
+    let answer = fresh();
+    cache.insert(key, (Instant::now(), Box::new(answer.clone())));
+    answer
 }
 
 /// Plants `bug` for the rest of the process (a build with the

@@ -1,7 +1,7 @@
 //! An in-memory lock service, correct or with one planted fault, for
 //! showing that the checkers catch what they claim to.
 
-use super::{Backend, OpError, Session, TokenBlock, BURST, RATE, RATE_PER};
+use super::{Backend, OpError, Session, TokenBlock, TryLock, BURST, RATE, RATE_PER};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +22,11 @@ pub enum Fault {
     /// A restart loses acknowledged state (an fsync that was not one): the
     /// final reads find an empty state machine whose tokens start over.
     ForgetOnRestart,
+    /// A try-lock refused by a held lock names nobody as its holder.
+    BusyNamesNobody,
+    /// Validate and Describe answer what they answered for the same
+    /// question up to a second ago (a read cache).
+    StaleReads,
 }
 
 #[derive(Default)]
@@ -42,6 +47,8 @@ struct FakeState {
     sizes: HashMap<String, u32>,
     // name -> (tokens, when they were counted) of a rate limit
     buckets: HashMap<String, (f64, Instant)>,
+    // StaleReads: a read's key -> its answer and when it was given
+    read_cache: HashMap<String, (Instant, Vec<(u64, u64)>)>,
 }
 
 impl FakeState {
@@ -113,6 +120,22 @@ struct FakeSession {
 }
 
 impl FakeState {
+    /// The holders of `name` as a read keyed `key` sees them: now, or with
+    /// [`Fault::StaleReads`] what the same read saw up to a second ago.
+    fn read(&mut self, key: String, name: &str, fault: Fault) -> Vec<(u64, u64)> {
+        let now = self.locks.get(name).cloned().unwrap_or_default();
+        if fault != Fault::StaleReads {
+            return now;
+        }
+        match self.read_cache.get(&key) {
+            Some((at, seen)) if at.elapsed() < Duration::from_secs(1) => seen.clone(),
+            _ => {
+                self.read_cache.insert(key, (Instant::now(), now.clone()));
+                now
+            }
+        }
+    }
+
     fn index(&mut self) -> u64 {
         self.next_index += 1;
         self.next_index
@@ -162,10 +185,8 @@ impl Backend for Fake {
         // "restart" and wipes the state, which a read mid-run must not do.
         let mut st = self.state.lock();
         st.expire(Instant::now(), self.fault);
-        Ok(st
-            .locks
-            .get(name)
-            .is_some_and(|h| h.iter().any(|(_, t)| *t == token)))
+        let holders = st.read(format!("validate {name} {token}"), name, self.fault);
+        Ok(holders.iter().any(|(_, t)| *t == token))
     }
 
     async fn resize(&self, name: &str, permits: u32) -> Result<(), OpError> {
@@ -201,7 +222,7 @@ impl Backend for Fake {
         }))
     }
 
-    async fn holders(&self, name: &str) -> Result<Vec<u64>, OpError> {
+    async fn holders(&self, name: &str) -> Result<Vec<(u64, u64)>, OpError> {
         let mut st = self.state.lock();
         if self.fault == Fault::ForgetOnRestart && st.next_index > 10 {
             // Final reads come after the "restart": everything is gone,
@@ -209,11 +230,7 @@ impl Backend for Fake {
             *st = FakeState::default();
         }
         st.expire(Instant::now(), self.fault);
-        Ok(st
-            .locks
-            .get(name)
-            .map(|h| h.iter().map(|(_, t)| *t).collect())
-            .unwrap_or_default())
+        Ok(st.read(format!("describe {name}"), name, self.fault))
     }
 }
 
@@ -235,6 +252,53 @@ impl Fake {
 }
 
 impl FakeSession {
+    /// Grants `name` to this session now if it fits, as one step of the
+    /// state machine.
+    fn grant(
+        &self,
+        st: &mut FakeState,
+        name: &str,
+        permits: Option<u32>,
+        count: u32,
+    ) -> Option<u64> {
+        let cap = st.sizes.get(name).copied().or(permits).unwrap_or(1) as usize;
+        let held: usize = st
+            .locks
+            .get(name)
+            .map(|h| {
+                h.iter()
+                    .map(|(_, t)| st.counts.get(t).copied().unwrap_or(1) as usize)
+                    .sum()
+            })
+            .unwrap_or(0);
+        let count = count.max(1) as usize;
+        // SplitBrain: a second "leader" grants while one holder exists.
+        let limit = if self.fault == Fault::SplitBrain {
+            cap + 1
+        } else {
+            cap
+        };
+        if held + count <= limit {
+            st.grants += 1;
+            // The planted fault: every third grant hands out the
+            // lock's previous token again.
+            let token = match st.last_grant.get(name) {
+                Some(&t) if self.fault == Fault::ReuseToken && st.grants.is_multiple_of(3) => t,
+                _ => st.index(),
+            };
+            st.last_grant.insert(name.to_owned(), token);
+            if count > 1 {
+                st.counts.insert(token, count as u32);
+            }
+            st.locks
+                .entry(name.to_owned())
+                .or_default()
+                .push((self.id, token));
+            return Some(token);
+        }
+        None
+    }
+
     fn margin(&self) -> Duration {
         (self.ttl / 10).max(Duration::from_millis(200))
     }
@@ -286,43 +350,7 @@ impl Session for FakeSession {
                 if !self.tick(&mut st) {
                     return Err(OpError::Fail("session gone".into()));
                 }
-                let cap = st.sizes.get(name).copied().or(permits).unwrap_or(1) as usize;
-                let held: usize = st
-                    .locks
-                    .get(name)
-                    .map(|h| {
-                        h.iter()
-                            .map(|(_, t)| st.counts.get(t).copied().unwrap_or(1) as usize)
-                            .sum()
-                    })
-                    .unwrap_or(0);
-                let count = count.max(1) as usize;
-                // SplitBrain: a second "leader" grants while one holder exists.
-                let limit = if self.fault == Fault::SplitBrain {
-                    cap + 1
-                } else {
-                    cap
-                };
-                if held + count <= limit {
-                    st.grants += 1;
-                    // The planted fault: every third grant hands out the
-                    // lock's previous token again.
-                    let token = match st.last_grant.get(name) {
-                        Some(&t)
-                            if self.fault == Fault::ReuseToken && st.grants.is_multiple_of(3) =>
-                        {
-                            t
-                        }
-                        _ => st.index(),
-                    };
-                    st.last_grant.insert(name.to_owned(), token);
-                    if count > 1 {
-                        st.counts.insert(token, count as u32);
-                    }
-                    st.locks
-                        .entry(name.to_owned())
-                        .or_default()
-                        .push((self.id, token));
+                if let Some(token) = self.grant(&mut st, name, permits, count) {
                     return Ok(Some(token));
                 }
             }
@@ -331,6 +359,21 @@ impl Session for FakeSession {
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+    }
+
+    async fn try_acquire(&self, name: &str) -> Result<TryLock, OpError> {
+        let mut st = self.state.lock();
+        if !self.tick(&mut st) {
+            return Err(OpError::Fail("session gone".into()));
+        }
+        if let Some(token) = self.grant(&mut st, name, None, 1) {
+            return Ok(TryLock::Granted(token));
+        }
+        let holders = st.locks.get(name).cloned().unwrap_or_default();
+        if self.fault == Fault::BusyNamesNobody {
+            return Ok(TryLock::Busy(Vec::new()));
+        }
+        Ok(TryLock::Busy(holders))
     }
 
     async fn release(&self, name: &str, token: u64) -> Result<(), OpError> {

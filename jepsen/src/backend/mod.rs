@@ -5,7 +5,7 @@ mod fake;
 
 pub use fake::{Fake, Fault};
 use parking_lot::Mutex;
-use raftlock_client::{Client, Error, LockGuard};
+use raftlock_client::{Attempt, Client, Error, LockGuard};
 use raftlock_proto::v1 as pb;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -27,8 +27,9 @@ pub trait Backend: Send + Sync + 'static {
     /// A session that is never kept alive: what the cluster sees of a
     /// client frozen by a GC pause right after it got its lock.
     async fn frozen_session(&self, ttl: Duration) -> Result<Box<dyn Session>, OpError>;
-    /// Tokens of `name`'s current holders (a linearizable read).
-    async fn holders(&self, name: &str) -> Result<Vec<u64>, OpError>;
+    /// `name`'s current holders as (session, token) (`Describe`, a
+    /// linearizable read).
+    async fn holders(&self, name: &str) -> Result<Vec<(u64, u64)>, OpError>;
     /// Whether `token` belongs to a current holder of `name` (`Validate`).
     async fn validate(&self, name: &str, token: u64) -> Result<bool, OpError>;
     /// Sets semaphore `name`'s size to `permits`.
@@ -77,6 +78,15 @@ fn rate_limit(client: &Client, name: &str) -> raftlock_client::RateLimit {
     client.rate_limit(name).rate(RATE, RATE_PER).burst(BURST)
 }
 
+/// The answer to a try-lock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TryLock {
+    /// Granted with this token.
+    Granted(u64),
+    /// Refused: the holders the answer named, as (session, token).
+    Busy(Vec<(u64, u64)>),
+}
+
 /// A session of a [`Backend`].
 #[tonic::async_trait]
 pub trait Session: Send + Sync {
@@ -97,6 +107,12 @@ pub trait Session: Send + Sync {
         count: u32,
         wait: Duration,
     ) -> Result<Option<u64>, OpError>;
+    /// Tries once to acquire `name` exclusively: the grant, or the
+    /// holders the refusal named.
+    async fn try_acquire(&self, name: &str) -> Result<TryLock, OpError> {
+        let _ = name;
+        Err(OpError::Fail("this session does not try locks".into()))
+    }
     /// Releases the grant `token` of `name`.
     async fn release(&self, name: &str, token: u64) -> Result<(), OpError>;
     /// Acquires every lock of `names` exclusively and together, waiting up
@@ -202,9 +218,9 @@ impl Backend for Real {
         Frozen::create(&self.endpoints, ttl).await
     }
 
-    async fn holders(&self, name: &str) -> Result<Vec<u64>, OpError> {
+    async fn holders(&self, name: &str) -> Result<Vec<(u64, u64)>, OpError> {
         let d = self.client.describe(name).await.map_err(classify)?;
-        Ok(d.holders.iter().map(|h| h.token).collect())
+        Ok(d.holders.iter().map(|h| (h.session_id, h.token)).collect())
     }
 
     async fn validate(&self, name: &str, token: u64) -> Result<bool, OpError> {
@@ -289,6 +305,20 @@ impl Session for RealSession {
                 Ok(Some(token))
             }
             Err(Error::WaitTimedOut(_)) => Ok(None),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn try_acquire(&self, name: &str) -> Result<TryLock, OpError> {
+        match self.session.lock(name).attempt().await {
+            Ok(Attempt::Acquired(g)) => {
+                let token = g.token();
+                self.guards.lock().insert((name.to_owned(), token), g);
+                Ok(TryLock::Granted(token))
+            }
+            Ok(Attempt::Busy(holders)) => Ok(TryLock::Busy(
+                holders.iter().map(|h| (h.session_id, h.token)).collect(),
+            )),
             Err(e) => Err(classify(e)),
         }
     }

@@ -7,6 +7,8 @@ use super::*;
 use crate::history::{Op, Type, F};
 use serde_json::json;
 
+mod answers;
+
 /// Builds histories record by record; times in ms.
 #[derive(Default)]
 struct H(Vec<Op>);

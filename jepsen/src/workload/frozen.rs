@@ -51,7 +51,7 @@ impl Worker {
                 // Validate before then must find the token still held.
                 let promised =
                     sent + FROZEN_TTL - (FROZEN_TTL / 10).max(Duration::from_millis(100));
-                self.validate(name, sid, token, promised).await;
+                self.validate(name, sid, token, Some(promised)).await;
             }
             Err(OpError::Fail(e)) => self.rec.record(Type::Fail, &k, Some(e)),
             Err(OpError::Unknown(e)) => self.rec.record(Type::Info, &k, Some(e)),

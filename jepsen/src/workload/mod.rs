@@ -6,7 +6,7 @@
 mod frozen;
 mod rate;
 
-use crate::backend::{Backend, OpError, Session};
+use crate::backend::{Backend, OpError, Session, TryLock};
 use crate::history::{Op, Type, F};
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
@@ -449,13 +449,31 @@ impl Worker {
         // sessions that live across leader changes are what leases are for.
         let wait = TTL * 3;
         let value = format!("p{process}");
-        let fut = async {
-            match self.kind {
-                Kind::Election => s.campaign(&name, &value, wait).await,
-                _ => s.acquire(&name, permits, count, wait).await,
-            }
+        // Exclusive locks are also tried once, read (Describe) and
+        // validated, so that every kind of answer is judged.
+        let answers = matches!(self.kind, Kind::Mutex | Kind::Fenced);
+        if answers && self.rng.gen_bool(0.1) {
+            self.describe(s, &name).await;
+            return;
+        }
+        let try_once = answers && self.rng.gen_bool(0.3);
+        let (res, retire) = if try_once {
+            spec.value = Some(json!({ "try": true }));
+            let (res, retire) = timed(&rec, spec.clone(), s.try_acquire(&name), tried).await;
+            let res = res.map(|r| match r {
+                TryLock::Granted(t) => Some(t),
+                TryLock::Busy(_) => None,
+            });
+            (res, retire)
+        } else {
+            let fut = async {
+                match self.kind {
+                    Kind::Election => s.campaign(&name, &value, wait).await,
+                    _ => s.acquire(&name, permits, count, wait).await,
+                }
+            };
+            timed(&rec, spec.clone(), fut, granted).await
         };
-        let (res, retire) = timed(&rec, spec.clone(), fut, granted).await;
         if retire {
             self.retire().await;
             return;
@@ -502,6 +520,10 @@ impl Worker {
                 Some(d) => self.hold_long(s, &name, token, d).await,
                 None => tokio::time::sleep(hold).await,
             }
+            if answers && self.rng.gen_bool(0.3) {
+                self.validate(&name, sid, token, Some(s.lease_deadline()))
+                    .await;
+            }
             let mut r = self.spec(release_f, &name, sid);
             r.token = Some(token);
             r.valid_until = Some(s.lease_deadline());
@@ -511,7 +533,12 @@ impl Worker {
                     _ => s.release(&name, token).await,
                 }
             };
-            retire = timed(&rec, r, fut, |_, _| Type::Ok).await.1;
+            let (released, lost) = timed(&rec, r, fut, |_, _| Type::Ok).await;
+            retire = lost;
+            // Released: the token must no longer validate.
+            if released.is_some() && answers && self.rng.gen_bool(0.5) {
+                self.validate(&name, sid, token, None).await;
+            }
         }
         if retire {
             self.retire().await;
@@ -632,17 +659,19 @@ impl Worker {
             self.rec.record_at(Type::Ok, &a, None, asked);
             round += 1;
             if round.is_multiple_of(5) {
-                self.validate(name, s.id(), token, s.lease_deadline()).await;
+                self.validate(name, s.id(), token, Some(s.lease_deadline()))
+                    .await;
             }
         }
     }
 
     /// Records `Validate(name, token)` by the holder in `session`, whose
-    /// lease is promised until `lease_until`.
-    async fn validate(&self, name: &str, session: u64, token: u64, lease_until: Instant) {
+    /// lease is promised until `lease_until` (`None`: it released the
+    /// token, which must no longer validate).
+    async fn validate(&self, name: &str, session: u64, token: u64, lease_until: Option<Instant>) {
         let mut v = self.spec(F::Validate, name, session);
         v.token = Some(token);
-        v.valid_until = Some(lease_until);
+        v.valid_until = lease_until;
         self.rec.record(Type::Invoke, &v, None);
         match self.backend.validate(name, token).await {
             Ok(valid) => {
@@ -652,6 +681,35 @@ impl Worker {
             // A read changes nothing: its process goes on.
             Err(OpError::Fail(e)) => self.rec.record(Type::Fail, &v, Some(e)),
             Err(OpError::Unknown(e)) => self.rec.record(Type::Info, &v, Some(e)),
+        }
+    }
+
+    /// Records `Describe(name)`: the holders at one moment.
+    async fn describe(&self, s: &dyn Session, name: &str) {
+        let mut d = self.spec(F::Describe, name, s.id());
+        self.rec.record(Type::Invoke, &d, None);
+        match self.backend.holders(name).await {
+            Ok(holders) => {
+                d.value = Some(json!({ "holders": holders }));
+                self.rec.record(Type::Ok, &d, None);
+            }
+            Err(OpError::Fail(e)) => self.rec.record(Type::Fail, &d, Some(e)),
+            Err(OpError::Unknown(e)) => self.rec.record(Type::Info, &d, Some(e)),
+        }
+    }
+}
+
+/// How a try-lock completed: ok with its token, or fail with the holders
+/// its BUSY answer named.
+fn tried(answer: &TryLock, spec: &mut OpSpec) -> Type {
+    match answer {
+        TryLock::Granted(t) => {
+            spec.token = Some(*t);
+            Type::Ok
+        }
+        TryLock::Busy(holders) => {
+            spec.value = Some(json!({ "try": true, "busy": holders }));
+            Type::Fail
         }
     }
 }
@@ -720,8 +778,8 @@ pub async fn final_reads(backend: &dyn Backend, rec: &Recorder, kind: Kind) {
             value: None,
         };
         rec.record(Type::Invoke, &spec, None);
-        let holders = match backend.holders(&name).await {
-            Ok(h) => h,
+        let holders: Vec<u64> = match backend.holders(&name).await {
+            Ok(h) => h.into_iter().map(|(_, token)| token).collect(),
             Err(OpError::Fail(e)) | Err(OpError::Unknown(e)) => {
                 rec.record(Type::Info, &spec, Some(e));
                 continue;

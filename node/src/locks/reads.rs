@@ -10,6 +10,8 @@ use raftlock_store::machine::{
     validate, FencingToken, LeaseMachine, LockSummary, LockView, Origin, Session, SessionId,
     Validation,
 };
+use raftlock_store::planted::remembered;
+use raftlock_store::state_machine::AppliedState;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -75,6 +77,13 @@ impl Locks {
         caller.check(Access::Read, name)?;
         self.node.linearizable().await?;
         let state = self.node.state().read();
+        Ok(remembered(format!("describe {name}"), || {
+            self.describe_now(&state, name)
+        }))
+    }
+
+    /// Holders and waiters of `name` in `state`, with their sessions.
+    fn describe_now(&self, state: &AppliedState, name: &str) -> Description {
         let view = state.machine.describe(name);
         let ids: BTreeSet<SessionId> = view
             .holders
@@ -86,12 +95,12 @@ impl Locks {
             .into_iter()
             .filter_map(|id| self.session_view(&state.machine, id))
             .collect();
-        Ok(Description {
+        Description {
             resized: state.machine.size(name).is_some(),
             view,
             applied_index: state.last_applied.map(|l| l.index).unwrap_or(0),
             sessions,
-        })
+        }
     }
 
     /// Live sessions: every one for a caller that may read every lock (an
@@ -187,6 +196,9 @@ impl Locks {
         validate::name(name)?;
         caller.check(Access::Read, name)?;
         self.node.linearizable().await?;
-        Ok(self.node.state().read().machine.validate(name, token))
+        let state = self.node.state().read();
+        Ok(remembered(format!("validate {name} {token}"), || {
+            state.machine.validate(name, token)
+        }))
     }
 }

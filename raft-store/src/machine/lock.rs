@@ -25,6 +25,9 @@ pub(crate) fn fits(holders: &[Grant], permits: Option<u32>, mode: Mode, count: u
 /// The holders a BUSY answer names: the oldest
 /// [`MAX_BUSY_HOLDERS`](raftlock_proto::limits::MAX_BUSY_HOLDERS).
 pub(crate) fn busy_holders(holders: &[Grant]) -> Vec<Grant> {
+    if crate::planted::planted(crate::planted::Bug::BusyNamesNobody) {
+        return Vec::new();
+    }
     holders
         .iter()
         .take(raftlock_proto::limits::MAX_BUSY_HOLDERS)
