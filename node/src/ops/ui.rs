@@ -24,6 +24,25 @@ const PAGE: &str = include_str!("ui.html");
 
 /// Locks and sessions shown at most; the page says when there are more.
 const MAX_ROWS: usize = 500;
+/// Most locks or sessions one request looks at.
+const MAX_SCANNED: usize = 4 * MAX_ROWS;
+
+/// The first [`MAX_ROWS`] items of `all` that `keep`, looking at no more
+/// than [`MAX_SCANNED`]; and whether any were left unshown or unseen.
+fn first_page<T>(all: impl Iterator<Item = T>, keep: impl Fn(&T) -> bool) -> (Vec<T>, bool) {
+    let mut rows = Vec::new();
+    let mut all = all.fuse();
+    for item in all.by_ref().take(MAX_SCANNED) {
+        if keep(&item) {
+            if rows.len() == MAX_ROWS {
+                return (rows, true);
+            }
+            rows.push(item);
+        }
+    }
+    let more = all.next().is_some();
+    (rows, more)
+}
 
 /// Lock events shown.
 const RECENT_EVENTS: usize = 50;
@@ -76,9 +95,11 @@ struct View {
     members: Vec<MemberView>,
     prefix: String,
     locks: Vec<LockRow>,
-    locks_total: usize,
+    /// More locks under the prefix than shown, or some not looked at.
+    locks_more: bool,
     sessions: Vec<SessionRow>,
-    sessions_total: usize,
+    /// More sessions than shown, or some not looked at.
+    sessions_more: bool,
     events: Vec<EventRow>,
 }
 
@@ -271,14 +292,14 @@ pub async fn state(
             }
             out
         };
-        let readable: Vec<_> = machine
-            .locks()
-            .filter(|(name, _)| name.starts_with(&q.prefix) && caller.may(Access::Read, name))
-            .collect();
-        let locks_total = readable.len();
+        // A page, not the table: the applied state is held for this read,
+        // and applies wait behind it, so at most MAX_SCANNED names are
+        // looked at, from the prefix on, for at most MAX_ROWS rows.
+        let (readable, locks_more) = first_page(machine.locks_under(&q.prefix), |(name, _)| {
+            caller.may(Access::Read, name)
+        });
         let locks = readable
             .into_iter()
-            .take(MAX_ROWS)
             .map(|(name, l)| LockRow {
                 name: name.to_owned(),
                 permits: l.permits,
@@ -316,14 +337,10 @@ pub async fn state(
         // An identity sees every session if it may read every lock, else
         // its own, as Session.List does.
         let everyone = !caller.checks_ownership() || caller.may(Access::Read, "");
-        let visible: Vec<_> = machine
-            .sessions()
-            .filter(|s| everyone || s.owner == caller.name())
-            .collect();
-        let sessions_total = visible.len();
+        let (visible, sessions_more) =
+            first_page(machine.sessions(), |s| everyone || s.owner == caller.name());
         let sessions = visible
             .into_iter()
-            .take(MAX_ROWS)
             .map(|s| {
                 let origin = machine.origin(s.id).cloned().unwrap_or_default();
                 SessionRow {
@@ -357,9 +374,9 @@ pub async fn state(
             members,
             prefix: q.prefix.clone(),
             locks,
-            locks_total,
+            locks_more,
             sessions,
-            sessions_total,
+            sessions_more,
             events: Vec::new(),
         }
     };

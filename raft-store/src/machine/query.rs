@@ -195,6 +195,18 @@ impl LeaseMachine {
         self.locks.iter().map(|(n, l)| (n.as_str(), l))
     }
 
+    /// Held or awaited locks whose names start with `prefix`, in name
+    /// order, from the first such name on (no scan of the names before).
+    pub fn locks_under<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a LockState)> + 'a {
+        self.locks
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(move |(n, _)| n.starts_with(prefix))
+            .map(|(n, l)| (n.as_str(), l))
+    }
+
     /// The locks of the set `session` waits for through `request_id`
     /// (`AcquireAll`), if it waits for one that way.
     pub fn lock_set(&self, session: SessionId, request_id: RequestId) -> Option<&[String]> {
