@@ -17,6 +17,7 @@ use std::time::Duration;
     raftlock-jepsen run --workload fenced --nemesis partition --time 2m\n  \
     raftlock-jepsen suite --short          # what CI runs (about 3 minutes)\n  \
     raftlock-jepsen suite --long           # every nemesis x workload, 2 minutes each\n  \
+    raftlock-jepsen suite --long --workloads mutex,fenced --each 1m   # some workloads\n  \
     raftlock-jepsen matrix                 # storage fault matrix, sampled (CI); --full for every case\n  \
     raftlock-jepsen fake --fault split-brain --workload mutex   # a planted bug the checkers must catch\n  \
     raftlock-jepsen --docker run --nemesis partition --time 5m   # nodes in containers of raftlock:dev\n\n\
@@ -97,6 +98,9 @@ enum Command {
         /// Nodes (3 or 5).
         #[arg(long, default_value_t = 3)]
         nodes: u64,
+        /// Only these workloads of the long suite (default: all).
+        #[arg(long, value_enum, value_delimiter = ',', requires = "long")]
+        workloads: Vec<workload::Kind>,
     },
     /// Check a recorded history again (a run folder's history.jsonl).
     Check {
@@ -276,11 +280,16 @@ async fn go(cli: &Cli) -> anyhow::Result<Vec<Outcome>> {
             long,
             each,
             nodes,
+            workloads,
         } => {
             let plan: Vec<(workload::Kind, nemesis::Kind, Duration)> = if *long {
+                let chosen: Vec<workload::Kind> = workload::Kind::ALL
+                    .into_iter()
+                    .filter(|w| workloads.is_empty() || workloads.contains(w))
+                    .collect();
                 nemesis::Kind::ALL
                     .iter()
-                    .flat_map(|&n| workload::Kind::ALL.iter().map(move |&w| (w, n, *each)))
+                    .flat_map(|&n| chosen.iter().map(move |&w| (w, n, *each)))
                     .collect()
             } else if *short {
                 let t = Duration::from_secs(25);
