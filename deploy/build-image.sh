@@ -4,25 +4,37 @@
 # name-service modules, so host names resolve inside containers) become a
 # root filesystem imported with `docker import`; deploy/Dockerfile.local then adds
 # the user, volume, ports and health check on top of it.
+#
+# RAFTLOCK_IMAGE_PROFILE=debug builds it from the debug binaries instead
+# (CI does, after its tests built them: the same code, without a second
+# full build under the release profile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --release --bins -p raftlock-node -p raftlock-cli
+profile="${RAFTLOCK_IMAGE_PROFILE:-release}"
+case "$profile" in
+  release) cargo build --release --bins -p raftlock-node -p raftlock-cli ;;
+  # The whole workspace, as the tests build it: the same features, so
+  # nothing is compiled again.
+  debug) cargo build --workspace --bins ;;
+  *) echo "RAFTLOCK_IMAGE_PROFILE is release or debug, not $profile"; exit 1 ;;
+esac
+bin="target/$profile"
 root="$(mktemp -d)"
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root/bin" "$root/etc" "$root/data" "$root/tmp"
-cp target/release/raftlockd target/release/raftlock "$root/bin/"
-# The release profile keeps debug info for profiling; the image needs none.
+cp "$bin/raftlockd" "$bin/raftlock" "$root/bin/"
+# Both profiles keep debug info (release for profiling); the image needs none.
 if command -v strip >/dev/null; then strip --strip-debug "$root/bin/raftlockd" "$root/bin/raftlock"; fi
 
 libs() {
   # Every library a binary loads, with the dynamic loader itself.
   ldd "$1" | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }'
 }
-nss_dir="$(dirname "$(ldd target/release/raftlockd | awk '/libc.so/ { print $3 }')")"
+nss_dir="$(dirname "$(ldd "$bin/raftlockd" | awk '/libc.so/ { print $3 }')")"
 {
-  libs target/release/raftlockd
-  libs target/release/raftlock
+  libs "$bin/raftlockd"
+  libs "$bin/raftlock"
   for nss in libnss_files.so.2 libnss_dns.so.2 libresolv.so.2; do
     [ -e "$nss_dir/$nss" ] && echo "$nss_dir/$nss"
   done

@@ -20,7 +20,7 @@ else
 fi
 
 deploy/build-image.sh
-raftlock=target/release/raftlock
+raftlock="target/${RAFTLOCK_IMAGE_PROFILE:-release}/raftlock"
 project="raftlocktest$$"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 for i in 1 2 3; do
