@@ -666,7 +666,7 @@ mod tests {
             .events
             .iter()
             .find_map(|e| match e {
-                crate::machine::Event::Granted(g) => Some(g.token),
+                crate::machine::Event::HandedOver(g) => Some(g.token),
                 _ => None,
             })
             .expect("the waiter is granted in the release's step");

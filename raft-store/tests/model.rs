@@ -17,7 +17,7 @@
 use proptest::prelude::*;
 use raftlock_proto::limits::MAX_UNACKED_REQUESTS_PER_SESSION;
 use raftlock_store::machine::{
-    Command, Event, LeaseError, LeaseMachine, Mode, Outcome, Reply, RequestId, Terms,
+    Command, LeaseError, LeaseMachine, Mode, Outcome, Reply, RequestId, Terms,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -1247,7 +1247,7 @@ fn check(
     issued: &mut BTreeMap<String, BTreeSet<u64>>,
 ) -> Result<(), TestCaseError> {
     for e in &outcome.events {
-        if let Event::Granted(g) = e {
+        if let Some(g) = e.grant() {
             let seen = issued.entry(g.name.clone()).or_default();
             if g.mode == Mode::Exclusive {
                 let last = last_exclusive.entry(g.name.clone()).or_default();
@@ -1371,7 +1371,7 @@ fn check(
         let granted_here = outcome
             .events
             .iter()
-            .any(|e| matches!(e, Event::Granted(g) if g.name == name));
+            .any(|e| e.grant().is_some_and(|g| g.name == name));
         if l.holders.iter().any(|h| h.mode == Mode::Shared) && granted_here {
             let permits = u64::from(l.permits.unwrap_or(0));
             let taken: u64 = l.holders.iter().map(|h| u64::from(h.terms.count)).sum();
@@ -1579,7 +1579,7 @@ fn sequenced_requests_run_at_most_once(cmds: &[Command]) -> Result<(), TestCaseE
             }
         }
         for e in &outcome.events {
-            if let Event::Granted(g) = e {
+            if let Some(g) = e.grant() {
                 if g.request_id.0 >= SEQUENCED_IDS {
                     let life = lives.entry((g.session, g.request_id.0)).or_default();
                     life.grants += 1;

@@ -142,7 +142,7 @@ impl Waits {
                 Change::Applied { outcome, .. } => {
                     for e in &outcome.events {
                         match e {
-                            Event::Granted(g) => {
+                            Event::Granted(g) | Event::HandedOver(g) => {
                                 let key = (g.session, g.name.clone());
                                 self.resolve(&key, g.request_id, || WaitResult::Granted(g.clone()));
                             }

@@ -241,39 +241,28 @@ impl WatchHub {
     }
 }
 
-/// The lock events of one command's outcome, named by what caused them.
+/// The lock events of one command's outcome. A grant's cause is the
+/// state machine's (granted at once, or handed over to a waiter); what
+/// ended a hold is the command's.
 fn lock_events(command: &Command, events: &[Event]) -> Vec<LockEvent> {
     let command = command.unwrapped();
     events
         .iter()
         .filter_map(|e| match e {
-            Event::Granted(g) => {
-                // Granted to the command's own session and lock(s): at
-                // once; to anyone else: by the command that freed it.
-                let direct = match command {
-                    Command::Acquire { session, name, .. } => {
-                        *session == g.session && *name == g.name
-                    }
-                    Command::AcquireAll { session, names, .. } => {
-                        *session == g.session && names.contains(&g.name)
-                    }
-                    _ => false,
-                };
-                Some(LockEvent {
-                    kind: if direct {
-                        LockEventKind::Granted
-                    } else {
-                        LockEventKind::Handoff
-                    },
-                    name: g.name.clone(),
-                    session: g.session,
-                    token: g.token,
-                    mode: g.mode,
-                    metadata: g.metadata.clone(),
-                    count: g.terms.count,
-                    lock_delay_ms: 0,
-                })
-            }
+            Event::Granted(g) | Event::HandedOver(g) => Some(LockEvent {
+                kind: if matches!(e, Event::Granted(_)) {
+                    LockEventKind::Granted
+                } else {
+                    LockEventKind::Handoff
+                },
+                name: g.name.clone(),
+                session: g.session,
+                token: g.token,
+                mode: g.mode,
+                metadata: g.metadata.clone(),
+                count: g.terms.count,
+                lock_delay_ms: 0,
+            }),
             Event::Released {
                 name,
                 session,
@@ -427,7 +416,7 @@ mod tests {
                 session: 1,
                 token: 5,
             },
-            Event::Granted(grant("a", 2, 9)),
+            Event::HandedOver(grant("a", 2, 9)),
         ];
         let kinds: Vec<_> = lock_events(&release, &events)
             .iter()

@@ -115,7 +115,7 @@ fn count_applied(state: &Arc<SharedState>, holds: Arc<Mutex<Holds>>) {
                 Change::Applied { outcome, .. } => {
                     for e in &outcome.events {
                         match e {
-                            Event::Granted(g) => {
+                            Event::Granted(g) | Event::HandedOver(g) => {
                                 grants.increment(1);
                                 holds.granted(g.token, g.granted_at_ms);
                             }

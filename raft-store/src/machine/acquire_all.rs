@@ -256,7 +256,7 @@ impl LeaseMachine {
                 s.waiting.remove(name.as_str());
                 s.held.insert(name.clone(), key.1);
             }
-            events.push(Event::Granted(grant));
+            events.push(Event::HandedOver(grant));
         }
         true
     }
@@ -293,7 +293,7 @@ impl LeaseMachine {
             s.waiting.remove(name);
             s.held.insert(name.to_owned(), key.1);
         }
-        events.push(Event::Granted(grant));
+        events.push(Event::HandedOver(grant));
     }
 
     /// Takes the waiting set `key` out of every queue it is in; the names

@@ -530,10 +530,7 @@ impl LeaseMachine {
         self.grant_waiters(name, index, at_ms, events);
         events[before..]
             .iter()
-            .filter_map(|e| match e {
-                Event::Granted(g) => Some(g.clone()),
-                _ => None,
-            })
+            .filter_map(|e| e.grant().cloned())
             .collect()
     }
 
@@ -560,7 +557,7 @@ impl LeaseMachine {
                 s.waiting.remove(name);
                 s.held.insert(name.to_owned(), grant.request_id);
             }
-            events.push(Event::Granted(grant));
+            events.push(Event::HandedOver(grant));
         }
         let front_set = lock
             .waiters

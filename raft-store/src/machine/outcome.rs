@@ -121,7 +121,8 @@ pub enum Reply {
 /// Something that changed while applying a command.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Event {
-    /// A lock was granted (directly, or to a waiter).
+    /// A lock was granted to the command that asked for it (an Acquire,
+    /// AcquireAll or Campaign, at once).
     Granted(Grant),
     /// A holder let go (released, or its session ended).
     Released {
@@ -166,13 +167,25 @@ pub enum Event {
         /// Lock name.
         name: String,
     },
+    /// A lock was granted to a waiter, by the command that freed it or
+    /// let it through (a release, an expiry, a cancel, a resize, the end
+    /// of a lock-delay or of a hold cap).
+    HandedOver(Grant),
 }
 
 impl Event {
+    /// The grant this event made, at once or to a waiter.
+    pub fn grant(&self) -> Option<&Grant> {
+        match self {
+            Event::Granted(g) | Event::HandedOver(g) => Some(g),
+            _ => None,
+        }
+    }
+
     /// The lock this event is about, if any.
     pub fn lock_name(&self) -> Option<&str> {
         match self {
-            Event::Granted(g) | Event::Proclaimed(g) => Some(&g.name),
+            Event::Granted(g) | Event::HandedOver(g) | Event::Proclaimed(g) => Some(&g.name),
             Event::Released { name, .. }
             | Event::WaitEnded { name, .. }
             | Event::LockDelayed { name, .. }
@@ -268,6 +281,7 @@ impl fmt::Display for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Event::Granted(g) => write!(f, "granted {}", fmt_grant(g)),
+            Event::HandedOver(g) => write!(f, "handed over {}", fmt_grant(g)),
             Event::Released {
                 name,
                 session,

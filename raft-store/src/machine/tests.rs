@@ -359,7 +359,7 @@ mod sessions_end {
             .events
             .iter()
             .filter_map(|e| match e {
-                Event::Granted(g) => Some(g.session),
+                Event::Granted(g) | Event::HandedOver(g) => Some(g.session),
                 _ => None,
             })
             .collect();
@@ -424,7 +424,7 @@ mod cancel_wait {
         assert!(o
             .events
             .iter()
-            .any(|e| matches!(e, Event::Granted(g) if g.session == c)));
+            .any(|e| e.grant().is_some_and(|g| g.session == c)));
         assert_eq!(log.m.describe("rw").holders.len(), 2);
     }
 

@@ -535,7 +535,7 @@ fn check_step(
     // Fencing tokens: a grant's token is the index of the entry that made
     // it, and the tokens of one lock's grants strictly increase.
     for e in &outcome.events {
-        if let Event::Granted(g) = e {
+        if let Some(g) = e.grant() {
             ensure!(
                 g.token == index,
                 "a grant of {:?} made at index {index} has token {}",
@@ -551,6 +551,37 @@ fn check_step(
                 );
             }
             t.grants.insert(g.name.clone(), (g.token, index));
+        }
+    }
+    // A grant's cause is the machine's to say: at once only to the request
+    // the command itself made, and to anyone else only as a handover.
+    let own = match cmd.unwrapped() {
+        Command::Acquire {
+            session,
+            request_id,
+            ..
+        }
+        | Command::AcquireAll {
+            session,
+            request_id,
+            ..
+        } => Some((*session, *request_id)),
+        _ => None,
+    };
+    for e in &outcome.events {
+        match e {
+            Event::Granted(g) => ensure!(
+                own == Some((g.session, g.request_id)),
+                "{:?} granted at once to session {} by a command that did not ask for it",
+                g.name,
+                g.session
+            ),
+            Event::HandedOver(g) => ensure!(
+                own != Some((g.session, g.request_id)),
+                "{:?} handed over to the request that asked for it in the same command",
+                g.name
+            ),
+            _ => {}
         }
     }
     for (name, lock) in after.locks() {
@@ -922,7 +953,7 @@ fn check_reply(
             );
             for g in granted {
                 ensure!(
-                    outcome.events.contains(&Event::Granted(g.clone())),
+                    outcome.events.iter().any(|e| e.grant() == Some(g)),
                     "a grant in the reply has no event"
                 );
             }
@@ -993,7 +1024,7 @@ fn check_reply(
             }
             for g in granted {
                 ensure!(
-                    outcome.events.contains(&Event::Granted(g.clone())),
+                    outcome.events.iter().any(|e| e.grant() == Some(g)),
                     "a grant in the reply has no event"
                 );
             }
@@ -1023,7 +1054,7 @@ fn check_reply(
             );
             for g in granted {
                 ensure!(
-                    outcome.events.contains(&Event::Granted(g.clone())),
+                    outcome.events.iter().any(|e| e.grant() == Some(g)),
                     "a grant in the reply has no event"
                 );
             }
@@ -1125,7 +1156,7 @@ fn check_reply(
             };
             for g in granted {
                 ensure!(
-                    g.name == *name && outcome.events.contains(&Event::Granted(g.clone())),
+                    g.name == *name && outcome.events.iter().any(|e| e.grant() == Some(g)),
                     "a grant in the reply has no event"
                 );
             }
@@ -1166,7 +1197,7 @@ fn check_events(
                 continue;
             }
             let told = events.iter().any(|e| match e {
-                Event::Granted(g) => {
+                Event::Granted(g) | Event::HandedOver(g) => {
                     g.name == name && g.session == w.session && g.request_id == w.request_id
                 }
                 Event::WaitEnded {
@@ -1194,7 +1225,7 @@ fn check_events(
             if !old {
                 ensure!(
                     events.iter().any(|e| match e {
-                        Event::Granted(g) =>
+                        Event::Granted(g) | Event::HandedOver(g) =>
                             g.name == name && g.session == h.session && g.token == h.token,
                         _ => false,
                     }),
@@ -1217,7 +1248,7 @@ fn check_events(
     }
     for e in events {
         match e {
-            Event::Granted(g) | Event::Proclaimed(g) => {
+            Event::Granted(g) | Event::HandedOver(g) | Event::Proclaimed(g) => {
                 let view = after.describe(&g.name);
                 let taken: u64 = view.holders.iter().map(|h| u64::from(h.terms.count)).sum();
                 ensure!(

@@ -290,7 +290,7 @@ impl LeaseDriver {
                     d.waits.remove_range(of_session(*session));
                     d.holds.remove_range(of_session(*session));
                 }
-                Event::Granted(g) => {
+                Event::Granted(g) | Event::HandedOver(g) => {
                     d.waits.remove(&(g.session, g.name.clone()));
                     if g.terms.max_hold_ms > 0 {
                         let cap = Duration::from_millis(g.terms.max_hold_ms);

@@ -52,7 +52,7 @@ fn set_grants(o: &Outcome, session: SessionId) -> Vec<Grant> {
     o.events
         .iter()
         .filter_map(|e| match e {
-            Event::Granted(g) if g.session == session => Some(g.clone()),
+            Event::Granted(g) | Event::HandedOver(g) if g.session == session => Some(g.clone()),
             _ => None,
         })
         .collect()

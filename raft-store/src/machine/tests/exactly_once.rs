@@ -58,10 +58,7 @@ fn release(log: &mut Log, session: SessionId, name: &str, token: FencingToken) {
 }
 
 fn grants(o: &Outcome) -> usize {
-    o.events
-        .iter()
-        .filter(|e| matches!(e, Event::Granted(_)))
-        .count()
+    o.events.iter().filter(|e| e.grant().is_some()).count()
 }
 
 /// Request ids alone were remembered for the last 256 finished
