@@ -94,7 +94,9 @@ fn step(s: State, e: &Entry, expiry: &Expiry) -> Vec<State> {
                 vec![]
             }
         }
-        Kind::ReleaseFail(t) => {
+        // A release refused, or a token called not valid: not the
+        // holder's, or its lease may have ended (and the server ended it).
+        Kind::ReleaseFail(t) | Kind::Validate(t, false) => {
             if s.holder != Some(t) {
                 vec![s]
             } else if expirable(t) {
@@ -120,15 +122,6 @@ fn step(s: State, e: &Entry, expiry: &Expiry) -> Vec<State> {
         Kind::Validate(t, true) => {
             if s.holder == Some(t) {
                 vec![s]
-            } else {
-                vec![]
-            }
-        }
-        Kind::Validate(t, false) => {
-            if s.holder != Some(t) {
-                vec![s]
-            } else if expirable(t) {
-                vec![State { holder: None, ..s }]
             } else {
                 vec![]
             }
