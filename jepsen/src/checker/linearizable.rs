@@ -500,15 +500,13 @@ pub(crate) fn check(history: &[Op], holds: &Holds) -> CheckResult {
             };
             judged.unseen_grants += 1;
             known.insert(*token, Some(*session));
-            // Its hold may end from the close of its session on.
-            let closed = ps
-                .iter()
-                .find(|p| p.invoke.f == F::Close && p.invoke.session == Some(*session))
-                .map(|p| p.invoke.time_ns);
-            if let Some(at) = closed {
-                let e = expiry.entry(lock).or_default().entry(*token).or_insert(at);
-                *e = (*e).min(at);
-            }
+            // Its process never learned of the grant, so nothing says how
+            // long its session lived on (a frozen holder's is never
+            // closed, only expired): the hold may end any time after the
+            // first answer that saw it.
+            let at = answer.time_ns;
+            let e = expiry.entry(lock).or_default().entry(*token).or_insert(at);
+            *e = (*e).min(at);
             entries.push(Entry {
                 op: Kind::AcquireOk(*token),
                 call: lost.invoke.time_ns,
