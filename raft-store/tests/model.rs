@@ -72,6 +72,9 @@ enum Op {
         /// Whether the client also lists its calls in flight
         /// (`SequencedAcks`), acknowledging answers one by one.
         acks: bool,
+        /// A lock set (AcquireAll) of the locks whose bits this has,
+        /// instead of `lock` alone.
+        set: Option<u8>,
     },
     CreateOnce {
         owner: usize,
@@ -161,8 +164,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), 0..LOCKS.len()).prop_map(|(s, lock)| Op::Proclaim { s, lock }),
         1 => (0..LOCKS.len()).prop_map(Op::ForceRelease),
         7 => (any::<usize>(), 0..LOCKS.len(), any::<bool>(), prop::option::weighted(0.2, 1u32..4),
-              prop::bool::weighted(0.6), packet(), prop::bool::weighted(0.6), any::<bool>())
-            .prop_map(|(s, lock, shared, permits, wait, packet, delivered, acks)| Op::Seq { s, lock, shared, permits, wait, packet, delivered, acks }),
+              prop::bool::weighted(0.6), packet(), prop::bool::weighted(0.6), any::<bool>(),
+              prop::option::weighted(0.25, prop::sample::select(vec![3u8, 5, 6, 7])))
+            .prop_map(|(s, lock, shared, permits, wait, packet, delivered, acks, set)| Op::Seq { s, lock, shared, permits, wait, packet, delivered, acks, set }),
         2 => (0..OWNERS.len(), 0..KEYS.len()).prop_map(|(owner, key)| Op::CreateOnce { owner, key }),
         1 => (0..LOCKS.len(), 0u32..5).prop_map(|(lock, permits)| Op::Resize { lock, permits }),
         2 => (any::<usize>(), 0..LOCKS.len(), prop::bool::weighted(0.8))
@@ -204,7 +208,9 @@ struct MLock {
 #[derive(Clone, Debug)]
 struct Kept {
     req: u128,
-    name: String,
+    /// The lock, or every lock of a set.
+    names: Vec<String>,
+    set: bool,
     first: Answer,
 }
 
@@ -285,6 +291,8 @@ enum Answer {
 struct Request {
     session: u64,
     name: String,
+    /// A lock set (AcquireAll) instead of `name` alone.
+    set: Option<Vec<String>>,
     req: u128,
     mode: Mode,
     permits: Option<u32>,
@@ -376,8 +384,11 @@ impl Model {
                 return Answer::Err("invalid-argument");
             }
             return match kept.first {
-                Answer::Acquired(..) | Answer::Queued(_) => {
-                    self.standing(r.session, &kept.name, kept.req)
+                Answer::Acquired(..) | Answer::Queued(_) if !kept.set => {
+                    self.standing(r.session, &kept.names[0], kept.req)
+                }
+                Answer::AcquiredAll(..) | Answer::Queued(_) => {
+                    self.set_standing(r.session, &kept.names, kept.req)
                 }
                 first => first,
             };
@@ -385,22 +396,38 @@ impl Model {
         if once.kept.len() >= MAX_UNACKED_REQUESTS_PER_SESSION {
             return Answer::Err("too-many-unacknowledged");
         }
-        let first = self.acquire(
-            r.session,
-            &r.name,
-            r.req,
-            r.mode,
-            r.permits,
-            r.wait,
-            Terms::default(),
-            index,
-        );
-        if matches!(first, Answer::Acquired(..) | Answer::Queued(_)) {
-            self.numbered.insert((r.session, r.req, r.name.clone()));
+        let (first, names) = match r.set {
+            Some(names) => (
+                self.acquire_all(r.session, &names, r.req, r.wait, index),
+                names,
+            ),
+            None => (
+                self.acquire(
+                    r.session,
+                    &r.name,
+                    r.req,
+                    r.mode,
+                    r.permits,
+                    r.wait,
+                    Terms::default(),
+                    index,
+                ),
+                vec![r.name],
+            ),
+        };
+        let set = names.len() > 1;
+        if matches!(
+            first,
+            Answer::Acquired(..) | Answer::AcquiredAll(..) | Answer::Queued(_)
+        ) {
+            for name in &names {
+                self.numbered.insert((r.session, r.req, name.clone()));
+            }
         }
         let kept = Kept {
             req: r.req,
-            name: r.name,
+            names,
+            set,
             first: first.clone(),
         };
         if let Some(once) = self.once.get_mut(&r.session) {
@@ -426,6 +453,41 @@ impl Model {
         Answer::Err(
             self.numbered_finished
                 .get(&(session, req, name.to_owned()))
+                .or_else(|| self.finished.get(&(session, req)))
+                .copied()
+                .unwrap_or("request-finished"),
+        )
+    }
+
+    /// Where a numbered set that was granted or queued stands now: held
+    /// whole, waiting whole, or how it ended (every lock of a set ends the
+    /// same way: released with its one token, or its wait cancelled).
+    fn set_standing(&self, session: u64, names: &[String], req: u128) -> Answer {
+        let mut tokens = Vec::new();
+        let mut places = Vec::new();
+        for name in names {
+            let l = self.locks.get(name).cloned().unwrap_or_default();
+            if let Some(h) = l
+                .holders
+                .iter()
+                .find(|h| h.session == session && h.req == req)
+            {
+                tokens.push(h.token);
+            }
+            if let Some(pos) = l.queue.iter().position(|w| w.0 == session && w.2 == req) {
+                places.push(pos);
+            }
+        }
+        if tokens.len() == names.len() {
+            return Answer::AcquiredAll(session, tokens);
+        }
+        if places.len() == names.len() {
+            return Answer::Queued(places.into_iter().max().unwrap_or(0));
+        }
+        Answer::Err(
+            names
+                .iter()
+                .find_map(|n| self.numbered_finished.get(&(session, req, n.clone())))
                 .or_else(|| self.finished.get(&(session, req)))
                 .copied()
                 .unwrap_or("request-finished"),
@@ -657,21 +719,39 @@ impl Model {
                 packet,
                 delivered,
                 acks,
+                set,
             } => {
                 let session = self.pick_live(*s);
+                let set_names: Option<Vec<String>> = set.map(|mask| {
+                    LOCKS
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| mask & (1 << i) != 0)
+                        .map(|(_, n)| (*n).to_owned())
+                        .collect()
+                });
                 let mode = if *shared {
                     Mode::Shared
                 } else {
                     Mode::Exclusive
                 };
-                let acquire = |req: u128| Command::Acquire {
-                    session,
-                    name: LOCKS[*lock].into(),
-                    request_id: RequestId(req),
-                    mode,
-                    permits: *permits,
-                    wait_ms: wait.then_some(1_000),
-                    metadata: vec![],
+                let acquire = |req: u128| match &set_names {
+                    Some(names) => Command::AcquireAll {
+                        session,
+                        names: names.clone(),
+                        request_id: RequestId(req),
+                        wait_ms: wait.then_some(1_000),
+                        metadata: vec![],
+                    },
+                    None => Command::Acquire {
+                        session,
+                        name: LOCKS[*lock].into(),
+                        request_id: RequestId(req),
+                        mode,
+                        permits: *permits,
+                        wait_ms: wait.then_some(1_000),
+                        metadata: vec![],
+                    },
                 };
                 let client = self.clients.entry(session).or_default();
                 let fresh = |client: &mut Client| {
@@ -766,24 +846,38 @@ impl Model {
                 }
                 // A retried or late packet may be for another lock than
                 // this op's: the model reads what the packet says.
-                let Command::Acquire {
-                    name,
-                    request_id,
-                    mode,
-                    permits,
-                    wait_ms,
-                    ..
-                } = inner
-                else {
-                    unreachable!("the client sequences only acquires")
-                };
-                let request = Request {
-                    session,
-                    name,
-                    req: request_id.0,
-                    mode,
-                    permits,
-                    wait: wait_ms.is_some(),
+                let request = match inner {
+                    Command::Acquire {
+                        name,
+                        request_id,
+                        mode,
+                        permits,
+                        wait_ms,
+                        ..
+                    } => Request {
+                        session,
+                        name,
+                        set: None,
+                        req: request_id.0,
+                        mode,
+                        permits,
+                        wait: wait_ms.is_some(),
+                    },
+                    Command::AcquireAll {
+                        names,
+                        request_id,
+                        wait_ms,
+                        ..
+                    } => Request {
+                        session,
+                        name: String::new(),
+                        set: Some(names),
+                        req: request_id.0,
+                        mode: Mode::Exclusive,
+                        permits: None,
+                        wait: wait_ms.is_some(),
+                    },
+                    _ => unreachable!("the client sequences only acquires and lock sets"),
                 };
                 let answer = self.sequenced(seq, acked_below, in_flight.as_deref(), request, index);
                 (cmd, answer)
@@ -1477,7 +1571,8 @@ struct Life {
     first: Option<Answer>,
     /// It has been in a lock, as holder or waiter.
     entered: bool,
-    grants: usize,
+    /// The locks it was granted (a set is granted each of its locks once).
+    granted: BTreeSet<String>,
 }
 
 /// Every (session, request id) in a lock, holding or waiting.
@@ -1512,13 +1607,18 @@ fn sequenced_requests_run_at_most_once(cmds: &[Command]) -> Result<(), TestCaseE
         if let Command::Sequenced { seq, command, .. }
         | Command::SequencedAcks { seq, command, .. } = cmd
         {
-            let Command::Acquire {
+            let (Command::Acquire {
                 session,
                 request_id,
                 ..
-            } = &**command
+            }
+            | Command::AcquireAll {
+                session,
+                request_id,
+                ..
+            }) = &**command
             else {
-                unreachable!("the model sequences only acquires")
+                unreachable!("the model sequences only acquires and lock sets")
             };
             let key = (*session, request_id.0);
             let life = lives.entry(key).or_default();
@@ -1544,11 +1644,14 @@ fn sequenced_requests_run_at_most_once(cmds: &[Command]) -> Result<(), TestCaseE
                         index
                     );
                     match first {
-                        Some(Answer::Acquired(..) | Answer::Queued(_)) => prop_assert!(
+                        Some(
+                            Answer::Acquired(..) | Answer::AcquiredAll(..) | Answer::Queued(_),
+                        ) => prop_assert!(
                             runs_nothing(&answer)
                                 || matches!(
                                     answer,
                                     Answer::Acquired(..)
+                                        | Answer::AcquiredAll(..)
                                         | Answer::Queued(_)
                                         | Answer::Err(
                                             "request-released"
@@ -1582,8 +1685,7 @@ fn sequenced_requests_run_at_most_once(cmds: &[Command]) -> Result<(), TestCaseE
             if let Some(g) = e.grant() {
                 if g.request_id.0 >= SEQUENCED_IDS {
                     let life = lives.entry((g.session, g.request_id.0)).or_default();
-                    life.grants += 1;
-                    prop_assert!(life.grants == 1, "{:?} granted twice", g);
+                    prop_assert!(life.granted.insert(g.name.clone()), "{:?} granted twice", g);
                 }
             }
         }
@@ -1599,7 +1701,10 @@ fn sequenced_requests_run_at_most_once(cmds: &[Command]) -> Result<(), TestCaseE
                 index
             );
             prop_assert!(
-                matches!(answer, Answer::Acquired(..) | Answer::Queued(_)),
+                matches!(
+                    answer,
+                    Answer::Acquired(..) | Answer::AcquiredAll(..) | Answer::Queued(_)
+                ),
                 "request {:?} entered a lock but answered {:?}",
                 key,
                 answer

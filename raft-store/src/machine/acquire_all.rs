@@ -186,22 +186,10 @@ impl LeaseMachine {
             };
             standings.push(standing);
         }
-        if standings.iter().all(|s| matches!(s, Standing::Held)) {
-            let grants = req
-                .names
-                .iter()
-                .filter_map(|n| self.locks.get(n.as_str())?.holder(req.session).cloned())
-                .collect();
-            return Ok(Some(Reply::AcquiredAll(grants)));
-        }
-        if standings.iter().all(|s| matches!(s, Standing::Waiting)) {
-            let position = req
-                .names
-                .iter()
-                .filter_map(|n| self.locks.get(n.as_str())?.queue_position(req.session))
-                .max()
-                .unwrap_or(0);
-            return Ok(Some(Reply::Queued { position }));
+        if standings.iter().all(|s| matches!(s, Standing::Held))
+            || standings.iter().all(|s| matches!(s, Standing::Waiting))
+        {
+            return Ok(self.set_stands(req.session, req.names, req.request_id));
         }
         // Newest first, as a single acquisition's retry is answered.
         match session
@@ -217,6 +205,34 @@ impl LeaseMachine {
                 request_id: req.request_id,
             }),
         }
+    }
+
+    /// Where set `request_id` of `session` stands now, if it still stands
+    /// whole: the grants of every lock, or its place in the queues (the
+    /// furthest back).
+    pub(super) fn set_stands(
+        &self,
+        session: SessionId,
+        names: &[String],
+        request_id: RequestId,
+    ) -> Option<Reply> {
+        let s = self.sessions.get(&session)?;
+        if names.iter().all(|n| s.held.get(n) == Some(&request_id)) {
+            let grants = names
+                .iter()
+                .filter_map(|n| self.locks.get(n.as_str())?.holder(session).cloned())
+                .collect();
+            return Some(Reply::AcquiredAll(grants));
+        }
+        if names.iter().all(|n| s.waiting.get(n) == Some(&request_id)) {
+            let position = names
+                .iter()
+                .filter_map(|n| self.locks.get(n.as_str())?.queue_position(session))
+                .max()
+                .unwrap_or(0);
+            return Some(Reply::Queued { position });
+        }
+        None
     }
 
     /// Grants the waiting set `key` if it is at the front of each of its

@@ -26,7 +26,7 @@ use super::error::LeaseError;
 use super::outcome::{Event, Reply};
 use super::request::{NewSession, Sequence};
 use super::types::{Finished, Grant, LogIndex, RequestId, SessionId};
-use super::{acquire, LeaseMachine};
+use super::{acquire, acquire_all, LeaseMachine};
 use raftlock_proto::limits;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -181,6 +181,49 @@ fn insert_run(runs: &mut BTreeMap<u64, u64>, mut a: u64, mut b: u64) {
     runs.insert(a, b);
 }
 
+/// A numbered acquisition: one lock, or a set of locks (AcquireAll).
+pub(super) enum Acquisition<'a> {
+    One(acquire::Request<'a>),
+    Set(acquire_all::Request<'a>),
+}
+
+impl Acquisition<'_> {
+    fn session(&self) -> SessionId {
+        match self {
+            Acquisition::One(one) => one.session,
+            Acquisition::Set(set) => set.session,
+        }
+    }
+
+    fn request_id(&self) -> RequestId {
+        match self {
+            Acquisition::One(one) => one.request_id,
+            Acquisition::Set(set) => set.request_id,
+        }
+    }
+
+    /// What [`Recorded::call`] keeps of it: the lock's name, or for a set
+    /// its first name, how many more and a checksum of them all, on lines
+    /// of their own (a name holds no control character, so the two never
+    /// meet); and whether it waits. Bounded whatever the set, since an
+    /// answer is kept per unacknowledged call.
+    fn call(&self) -> (String, bool) {
+        match self {
+            Acquisition::One(one) => (one.name.to_owned(), one.wait_ms.is_some()),
+            Acquisition::Set(set) => {
+                let joined = set.names.join("\n");
+                let first = set.names.first().map_or("", String::as_str);
+                let key = format!(
+                    "{first}\n+{}\ncrc32c {:08x}",
+                    set.names.len().saturating_sub(1),
+                    crc32c::crc32c(joined.as_bytes())
+                );
+                (key, set.wait_ms.is_some())
+            }
+        }
+    }
+}
+
 /// The first answer to a sequenced request.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Recorded {
@@ -188,10 +231,11 @@ pub struct Recorded {
     pub request_id: RequestId,
     /// What it answered.
     pub first: Result<Reply, LeaseError>,
-    /// The lock it asked for and whether it waited: a seq and request id
-    /// reused for another lock, or a wait reusing a try-lock's, is refused
-    /// rather than answered with the first call's verdict. `None` for
-    /// answers recorded before snapshot format 4, which did not keep it.
+    /// The lock it asked for (or its set, see [`Acquisition::call`]) and
+    /// whether it waited: a seq and request id reused for another lock, or
+    /// a wait reusing a try-lock's, is refused rather than answered with
+    /// the first call's verdict. `None` for answers recorded before
+    /// snapshot format 4, which did not keep it.
     pub call: Option<(String, bool)>,
     /// How the acquisition ended, once it no longer holds or waits: a
     /// duplicate is answered with it.
@@ -344,7 +388,7 @@ impl LeaseMachine {
     pub(super) fn sequenced(
         &mut self,
         sequence: Sequence<'_>,
-        req: acquire::Request<'_>,
+        req: Acquisition<'_>,
         index: LogIndex,
         at_ms: u64,
         events: &mut Vec<Event>,
@@ -354,33 +398,28 @@ impl LeaseMachine {
             acked_below,
             in_flight,
         } = sequence;
-        let (session, name, request_id) = (&req.session, req.name, &req.request_id);
+        let (session, request_id) = (req.session(), req.request_id());
         if seq == 0 {
             return Err(LeaseError::InvalidArgument(
                 "sequence numbers start at 1".into(),
             ));
         }
-        if !self.sessions.contains_key(session) {
-            return Err(LeaseError::SessionNotFound(*session));
+        if !self.sessions.contains_key(&session) {
+            return Err(LeaseError::SessionNotFound(session));
         }
-        let once = self.once.entry(*session).or_default();
+        let once = self.once.entry(session).or_default();
         // Everything below is answered and will not be asked again.
         once.advance(acked_below);
         if let Some(in_flight) = in_flight {
-            once.acknowledge(*session, seq, in_flight)?;
+            once.acknowledge(session, seq, in_flight)?;
         }
         if once.is_acked(seq) {
-            return Err(LeaseError::RequestAcknowledged {
-                session: *session,
-                seq,
-            });
+            return Err(LeaseError::RequestAcknowledged { session, seq });
         }
+        let call = req.call();
         if let Some(recorded) = once.answers.get(&seq).cloned() {
-            let other_call = recorded
-                .call
-                .as_ref()
-                .is_some_and(|(n, waits)| n != name || *waits != req.wait_ms.is_some());
-            if recorded.request_id != *request_id || other_call {
+            let other_call = recorded.call.as_ref().is_some_and(|c| *c != call);
+            if recorded.request_id != request_id || other_call {
                 return Err(LeaseError::InvalidArgument(format!(
                     "sequence number {seq} of session {session} belongs to another request"
                 )));
@@ -388,78 +427,104 @@ impl LeaseMachine {
             return match recorded.first {
                 // Granted or queued: answer with where it stands now, or how
                 // it ended; never run it again.
-                Ok(Reply::Acquired(_) | Reply::Queued { .. }) => {
-                    match self.standing(*session, name, *request_id) {
+                Ok(Reply::Acquired(_) | Reply::AcquiredAll(_) | Reply::Queued { .. }) => {
+                    let now = match &req {
+                        Acquisition::One(one) => self.standing(session, one.name, request_id),
+                        Acquisition::Set(set) => self.set_stands(session, set.names, request_id),
+                    };
+                    match now {
                         Some(reply) => Ok(reply),
                         None => Err(match recorded.ended {
-                            Some(how) => how.error(*request_id),
-                            None => self.finished_answer(*session, *request_id),
+                            Some(how) => how.error(request_id),
+                            None => self.finished_answer(session, request_id),
                         }),
                     }
                 }
                 // The holders of then, kept without their names and
                 // metadata (see below): never today's beside then's verdict.
-                Ok(Reply::Busy { holders }) => Ok(Reply::Busy {
-                    holders: holders
-                        .into_iter()
-                        .map(|h| Grant {
-                            name: name.to_owned(),
-                            ..h
-                        })
-                        .collect(),
-                }),
+                Ok(Reply::Busy { holders }) => {
+                    let name = match &req {
+                        Acquisition::One(one) => one.name.to_owned(),
+                        Acquisition::Set(_) => {
+                            holders.first().map(|h| h.name.clone()).unwrap_or_default()
+                        }
+                    };
+                    Ok(Reply::Busy {
+                        holders: holders
+                            .into_iter()
+                            .map(|h| Grant {
+                                name: name.clone(),
+                                ..h
+                            })
+                            .collect(),
+                    })
+                }
                 first => first,
             };
         }
-        let once = self.once.entry(*session).or_default();
         if once.answers.len() >= limits::MAX_UNACKED_REQUESTS_PER_SESSION {
             return Err(LeaseError::TooManyUnacknowledged {
-                session: *session,
+                session,
                 max: limits::MAX_UNACKED_REQUESTS_PER_SESSION,
             });
         }
-        let (session, request_id) = (*session, *request_id);
-        let call = Some((name.to_owned(), req.wait_ms.is_some()));
-        let first = self.acquire(req, index, at_ms, events);
+        let set = matches!(req, Acquisition::Set(_));
+        let names: Vec<String> = match &req {
+            Acquisition::One(one) => vec![one.name.to_owned()],
+            Acquisition::Set(set) => set.names.to_vec(),
+        };
+        let first = match req {
+            Acquisition::One(one) => self.acquire(one, index, at_ms, events),
+            Acquisition::Set(set) => self.acquire_all(set, index, at_ms, events),
+        };
         if let Some(once) = self.once.get_mut(&session) {
-            if matches!(first, Ok(Reply::Acquired(_) | Reply::Queued { .. })) {
-                once.standing.insert(name.to_owned(), (request_id, seq));
+            if matches!(
+                first,
+                Ok(Reply::Acquired(_) | Reply::AcquiredAll(_) | Reply::Queued { .. })
+            ) {
+                for name in names {
+                    once.standing.insert(name, (request_id, seq));
+                }
             }
             once.answers.insert(
                 seq,
                 Box::new(Recorded {
                     request_id,
-                    // A busy answer's holders with their names and
-                    // metadata would let one client's unacknowledged
-                    // try-locks pin megabytes in every replica's state:
-                    // keep who held it and with which token, which is the
-                    // answer of that moment. A grant's duplicate is
-                    // answered from the lock table (`standing`), so its
-                    // metadata, up to 4 KiB per session, need not be kept
-                    // twice.
-                    first: match &first {
-                        Ok(Reply::Busy { holders }) => Ok(Reply::Busy {
-                            holders: holders
-                                .iter()
-                                .map(|h| Grant {
-                                    name: String::new(),
-                                    metadata: Vec::new(),
-                                    ..h.clone()
-                                })
-                                .collect(),
-                        }),
-                        Ok(Reply::Acquired(g)) => Ok(Reply::Acquired(Grant {
-                            name: g.name.clone(),
-                            metadata: Vec::new(),
-                            ..*g
-                        })),
-                        other => other.clone(),
-                    },
-                    call,
+                    first: kept(&first, set),
+                    call: Some(call),
                     ended: None,
                 }),
             );
         }
         first
+    }
+}
+
+/// A first answer as it is kept. A busy answer's holders with their names
+/// and metadata would let one client's unacknowledged try-locks pin
+/// megabytes in every replica's state: keep who held it and with which
+/// token, which is the answer of that moment (a single acquire's lock is
+/// its call's; a set's busy lock is named once, by its first holder). A
+/// grant's duplicate is answered from the lock table (`standing`), so its
+/// metadata, up to 4 KiB per lock, need not be kept twice.
+fn kept(first: &Result<Reply, LeaseError>, set: bool) -> Result<Reply, LeaseError> {
+    let bare = |g: &Grant, name: &str| Grant {
+        name: name.to_owned(),
+        metadata: Vec::new(),
+        ..g.clone()
+    };
+    match first {
+        Ok(Reply::Busy { holders }) => Ok(Reply::Busy {
+            holders: holders
+                .iter()
+                .enumerate()
+                .map(|(i, h)| bare(h, if set && i == 0 { &h.name } else { "" }))
+                .collect(),
+        }),
+        Ok(Reply::Acquired(g)) => Ok(Reply::Acquired(bare(g, &g.name))),
+        Ok(Reply::AcquiredAll(grants)) => Ok(Reply::AcquiredAll(
+            grants.iter().map(|g| bare(g, "")).collect(),
+        )),
+        other => other.clone(),
     }
 }

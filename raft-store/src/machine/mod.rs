@@ -52,6 +52,7 @@ pub use types::{
     SessionId, Terms, WaitEnd, Waiter,
 };
 
+use exactly_once::Acquisition;
 use request::Request;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -139,7 +140,8 @@ pub enum Command {
     // New variants go last: log entries are postcard, which numbers variants
     // by position, so entries of older releases still decode.
     /// A command under its session's exactly-once sequence (Raft
-    /// dissertation §6.3). `command` is an [`Command::Acquire`]; its session
+    /// dissertation §6.3). `command` is an [`Command::Acquire`] (possibly
+    /// [`Command::WithTerms`]) or an [`Command::AcquireAll`]; its session
     /// is the sequence's. A duplicate (same `seq`) gets the first answer,
     /// never a second execution; a `seq` below what the client has
     /// acknowledged is refused unexecuted.
@@ -454,7 +456,7 @@ impl LeaseMachine {
             Request::Acquire {
                 acquire,
                 sequence: Some(sequence),
-            } => self.sequenced(sequence, acquire, index, at_ms, events_),
+            } => self.sequenced(sequence, Acquisition::One(acquire), index, at_ms, events_),
             Request::Release {
                 session,
                 name,
@@ -491,7 +493,14 @@ impl LeaseMachine {
                 owner,
             } => self.return_tokens(name, lease, unused, now_ns, owner),
             Request::DeleteLimit { name } => self.delete_limit(name),
-            Request::AcquireAll(all) => self.acquire_all(all, index, at_ms, events_),
+            Request::AcquireAll {
+                all,
+                sequence: None,
+            } => self.acquire_all(all, index, at_ms, events_),
+            Request::AcquireAll {
+                all,
+                sequence: Some(sequence),
+            } => self.sequenced(sequence, Acquisition::Set(all), index, at_ms, events_),
             Request::Malformed(e) => Err(e),
         };
         Outcome { reply, events }

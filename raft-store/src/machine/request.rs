@@ -79,7 +79,11 @@ pub(super) enum Request<'a> {
     DeleteLimit {
         name: &'a str,
     },
-    AcquireAll(acquire_all::Request<'a>),
+    AcquireAll {
+        all: acquire_all::Request<'a>,
+        /// Its place in the session's exactly-once numbering, if any.
+        sequence: Option<Sequence<'a>>,
+    },
     /// A wrapper around a command it cannot wrap: refused with this.
     Malformed(LeaseError),
 }
@@ -252,13 +256,16 @@ impl<'a> Request<'a> {
                 request_id,
                 wait_ms,
                 metadata,
-            } => Request::AcquireAll(acquire_all::Request {
-                session: *session,
-                names,
-                request_id: *request_id,
-                wait_ms: *wait_ms,
-                metadata,
-            }),
+            } => Request::AcquireAll {
+                all: acquire_all::Request {
+                    session: *session,
+                    names,
+                    request_id: *request_id,
+                    wait_ms: *wait_ms,
+                    metadata,
+                },
+                sequence: None,
+            },
         }
     }
 
@@ -268,17 +275,20 @@ impl<'a> Request<'a> {
         in_flight: Option<&'a [u64]>,
         command: &'a Command,
     ) -> Self {
+        let sequence = Some(Sequence {
+            seq,
+            acked_below,
+            in_flight,
+        });
+        if let (Command::AcquireAll { .. }, Request::AcquireAll { all, .. }) =
+            (command, Self::of(command))
+        {
+            return Request::AcquireAll { all, sequence };
+        }
         match acquire::Request::of(command) {
-            Some(acquire) => Request::Acquire {
-                acquire,
-                sequence: Some(Sequence {
-                    seq,
-                    acked_below,
-                    in_flight,
-                }),
-            },
+            Some(acquire) => Request::Acquire { acquire, sequence },
             None => Request::Malformed(LeaseError::InvalidArgument(format!(
-                "only an acquire can be sequenced, not {}",
+                "only an acquire or a lock set can be sequenced, not {}",
                 command.kind()
             ))),
         }

@@ -607,6 +607,7 @@ mod queries {
 }
 
 mod acquire_all;
+mod acquire_all_once;
 mod exactly_once;
 mod history;
 mod terms;

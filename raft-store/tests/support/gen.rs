@@ -458,7 +458,9 @@ impl Driver {
                 unreachable!("only sequenced commands were picked")
             };
             let acked_below = match command.unwrapped() {
-                Command::Acquire { session, .. } if b.is_multiple_of(2) => {
+                Command::Acquire { session, .. } | Command::AcquireAll { session, .. }
+                    if b.is_multiple_of(2) =>
+                {
                     self.acked_below(d, *session, seq)
                 }
                 _ => acked_below,
@@ -493,7 +495,12 @@ impl Driver {
             .iter()
             .filter_map(|c| match c {
                 Command::Sequenced { seq, command, .. } => match command.unwrapped() {
-                    Command::Acquire { session: s, .. } if *s == session => Some(*seq),
+                    Command::Acquire { session: s, .. }
+                    | Command::AcquireAll { session: s, .. }
+                        if *s == session =>
+                    {
+                        Some(*seq)
+                    }
                     _ => None,
                 },
                 _ => None,
@@ -503,10 +510,35 @@ impl Driver {
         // Now and then a number skipped: requests in flight arrive out of
         // order.
         let seq = last.saturating_add(1 + u64::from(d.byte().is_multiple_of(8)));
+        let acked_below = self.acked_below(d, session, seq);
+        let command = if d.byte() < 48 {
+            self.lock_set(d, session)
+        } else {
+            self.acquire(d, session)
+        };
         Command::Sequenced {
             seq,
-            acked_below: self.acked_below(d, session, seq),
-            command: Box::new(self.acquire(d, session)),
+            acked_below,
+            command: Box::new(command),
+        }
+    }
+
+    /// A lock set: mostly two or three names in order; now and then out of
+    /// order, repeated or too few, which is refused.
+    fn lock_set(&self, d: &mut impl Draw, session: SessionId) -> Command {
+        let n = 1 + d.byte() % 3;
+        let mut names: Vec<String> = (0..n).map(|_| self.name(d)).collect();
+        if d.byte() < 220 {
+            names.sort();
+            names.dedup();
+        }
+        let request_id = self.request_id(d, session, &names[0]);
+        Command::AcquireAll {
+            session,
+            names,
+            request_id,
+            wait_ms: (d.byte() < 180).then_some(1_000),
+            metadata: self.metadata(d),
         }
     }
 
@@ -605,23 +637,8 @@ impl Driver {
                 self.acquire(d, session)
             }
             104..=115 => {
-                // A lock set: mostly two or three names in order; now and
-                // then out of order, repeated or too few, which is refused.
                 let session = self.session(d);
-                let n = 1 + d.byte() % 3;
-                let mut names: Vec<String> = (0..n).map(|_| self.name(d)).collect();
-                if d.byte() < 220 {
-                    names.sort();
-                    names.dedup();
-                }
-                let request_id = self.request_id(d, session, &names[0]);
-                Command::AcquireAll {
-                    session,
-                    names,
-                    request_id,
-                    wait_ms: (d.byte() < 180).then_some(1_000),
-                    metadata: self.metadata(d),
-                }
+                self.lock_set(d, session)
             }
             116..=131 => self.sequenced(d),
             132..=139 => self.rate_command(d),

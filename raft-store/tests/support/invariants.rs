@@ -659,13 +659,16 @@ fn check_exactly_once(
             acked_below,
             command,
         } => {
-            // An acquire, or an acquire with terms: what may be sequenced.
+            // An acquire, an acquire with terms, or a lock set: what may be
+            // sequenced.
             let acquire = match command.as_ref() {
                 Command::WithTerms { command, .. } => command.as_ref(),
                 other => other,
             };
             match acquire {
-                Command::Acquire { session, .. } => Some((*seq, *acked_below, *session)),
+                Command::Acquire { session, .. } | Command::AcquireAll { session, .. } => {
+                    Some((*seq, *acked_below, *session))
+                }
                 _ => None,
             }
         }
@@ -846,7 +849,7 @@ fn check_reply(
             );
         }
         Reply::AcquiredAll(grants) => {
-            let names: Vec<String> = match cmd {
+            let names: Vec<String> = match cmd.unwrapped() {
                 Command::AcquireAll { names, .. } => names.clone(),
                 // A cancel that lost the race to its set's grant: every
                 // lock the session holds through that request.
@@ -878,8 +881,8 @@ fn check_reply(
                 );
             }
         }
-        Reply::Queued { position } if matches!(cmd, Command::AcquireAll { .. }) => {
-            let Command::AcquireAll { session, names, .. } = cmd else {
+        Reply::Queued { position } if matches!(cmd.unwrapped(), Command::AcquireAll { .. }) => {
+            let Command::AcquireAll { session, names, .. } = cmd.unwrapped() else {
                 unreachable!("matched above");
             };
             let at = names
@@ -898,8 +901,16 @@ fn check_reply(
                 "a set queued at {position}, its furthest place in the queues is {at:?}"
             );
         }
-        Reply::Busy { .. } if matches!(cmd, Command::AcquireAll { .. }) => {
-            ensure!(before == after, "a busy try of a set changed the state");
+        Reply::Busy { .. } if matches!(cmd.unwrapped(), Command::AcquireAll { .. }) => {
+            // A sequenced try keeps its answer; nothing else may change.
+            ensure!(
+                if sequenced {
+                    same_sessions_and_locks(before, after)
+                } else {
+                    before == after
+                },
+                "a busy try of a set changed the state"
+            );
         }
         Reply::Queued { position } => {
             let Command::Acquire { session, name, .. } = cmd.unwrapped() else {

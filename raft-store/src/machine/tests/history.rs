@@ -347,7 +347,7 @@ fn a_wrapper_around_what_it_cannot_wrap_is_refused_as_before() {
                 acked_below: 0,
                 command: Box::new(release.clone()),
             },
-            "only an acquire can be sequenced, not release",
+            "only an acquire or a lock set can be sequenced, not release",
         ),
         (
             Command::SequencedAcks {
@@ -356,7 +356,7 @@ fn a_wrapper_around_what_it_cannot_wrap_is_refused_as_before() {
                 in_flight: vec![],
                 command: Box::new(release.clone()),
             },
-            "only an acquire can be sequenced, not release",
+            "only an acquire or a lock set can be sequenced, not release",
         ),
         (
             Command::ByOwner {
