@@ -107,6 +107,9 @@ impl LockAllBuilder {
             .await;
         let first = names.first().cloned().unwrap_or_default();
         let request_id = uuid::Uuid::now_v7().as_bytes().to_vec();
+        // Numbered as an acquire is: a very late duplicate of this set is
+        // refused, not granted again.
+        let ticket = session.inner.ticket();
         let started = Instant::now();
         let client = &session.inner.client;
         let opts = client.options().clone();
@@ -125,6 +128,9 @@ impl LockAllBuilder {
                     request_id: request_id.clone(),
                     wait_timeout_ms: left.map(|l| l.as_millis() as u64),
                     metadata: self.metadata.clone(),
+                    seq: ticket.seq,
+                    acked_below: ticket.acked_below(),
+                    in_flight: ticket.in_flight(),
                 };
                 let timeout = opts.attempt_timeout + left.unwrap_or_default();
                 async move {

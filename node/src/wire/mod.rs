@@ -70,6 +70,7 @@ impl Call for pb::AcquireAllRequest {
             request_id: request_id(&self.request_id)?,
             wait: self.wait_timeout_ms.map(std::time::Duration::from_millis),
             metadata: self.metadata,
+            sequence: convert::sequence(self.seq, self.acked_below, self.in_flight)?,
         })
     }
     fn response(out: crate::locks::AcquiredAll) -> pb::AcquireAllResponse {

@@ -214,7 +214,7 @@ async fn over_http_and_grpc_a_cancel_of_one_lock_ends_the_whole_set() {
                 names: vec!["http/z".into(), "http/x".into()],
                 request_id: id_b.to_vec(),
                 wait_timeout_ms: Some(60_000),
-                metadata: vec![],
+                ..Default::default()
             })
             .await
         })

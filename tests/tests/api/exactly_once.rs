@@ -52,6 +52,58 @@ async fn a_late_duplicate_of_an_acquire_is_refused_not_granted_again() {
     assert!(d.holders.is_empty(), "nobody holds the lock: {d:?}");
 }
 
+/// A lock set's duplicate was recognised only through the session's last
+/// 256 finished acquisitions, as an unnumbered acquire's: one delayed past
+/// that was granted again, every lock of the set held by a session whose
+/// client never saw the grant.
+#[tokio::test]
+async fn a_late_duplicate_of_a_lock_set_is_refused_not_granted_again() {
+    let cluster = Cluster::start(3).await;
+    let leader = leader_addr(&cluster).await;
+    let session = raw::silent_session(&leader, 60_000).await;
+    let mut locks = lock_client(&leader).await;
+    let set = |seq: u64| AcquireAllRequest {
+        session_id: session,
+        names: vec!["once/a".into(), "once/b".into()],
+        request_id: u128::from(seq).to_be_bytes().to_vec(),
+        seq,
+        acked_below: seq,
+        ..Default::default()
+    };
+    let release_all = |grants: Vec<Grant>| {
+        let leader = leader.clone();
+        async move {
+            for g in grants {
+                raw::release(&leader, session, &g.name, g.token)
+                    .await
+                    .unwrap();
+            }
+        }
+    };
+    let first = locks.acquire_all(set(1)).await.unwrap().into_inner();
+    assert!(first.acquired);
+    release_all(first.grants).await;
+    for seq in 2..=300u64 {
+        // A client acknowledges each answer before its next request.
+        let r = locks.acquire_all(set(seq)).await.unwrap().into_inner();
+        assert!(r.acquired, "{r:?}");
+        release_all(r.grants).await;
+    }
+    // The first attempt, delayed in the network all this time, arrives.
+    let late = locks.acquire_all(set(1)).await;
+    let status = late.expect_err("a late duplicate of a set must not be granted");
+    assert_eq!(status.code(), tonic::Code::FailedPrecondition, "{status:?}");
+    assert_eq!(
+        raftlock_proto::reason::of(&status).map(|r| r.as_str()),
+        Some("REQUEST_ACKNOWLEDGED"),
+        "{status:?}"
+    );
+    for name in ["once/a", "once/b"] {
+        let d = raw::describe(&leader, name).await.unwrap();
+        assert!(d.holders.is_empty(), "nobody holds {name}: {d:?}");
+    }
+}
+
 #[tokio::test]
 async fn a_busy_try_lock_retried_after_the_lock_is_freed_stays_busy() {
     let cluster = Cluster::start(3).await;

@@ -1278,6 +1278,9 @@ class LockSetRequest:
         s.check()
         await s._cancels_settled(self.names)
         request_id = uuid.uuid4().bytes
+        # Numbered as an acquire is: a very late duplicate of this set is
+        # refused, not granted again.
+        seq = s._ticket()
         try:
 
             async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.AcquireAllResponse:
@@ -1288,6 +1291,9 @@ class LockSetRequest:
                     request_id=request_id,
                     wait_timeout_ms=None if left is None else int(left * 1000),
                     metadata=self.metadata,
+                    seq=seq,
+                    acked_below=s._acked_below(seq),
+                    in_flight=s._in_flight(),
                 )
                 r: pb.AcquireAllResponse = await _stub(rpc.LockStub, ch).AcquireAll(
                     req, timeout=s.client.attempt_timeout + (left or 0.0), metadata=md
@@ -1306,6 +1312,8 @@ class LockSetRequest:
         except SessionGone:
             s._end(SessionGone(f"session {s.id} is gone"))
             raise
+        finally:
+            s._done(seq)
         if not r.acquired:
             return None
         return LockSet([Guard(s, Grant._from(g)) for g in r.grants])

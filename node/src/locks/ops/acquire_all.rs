@@ -7,6 +7,7 @@
 use super::super::pipeline::{proposed, Context, Operation, Rights};
 use super::super::waits::{Registration, WaitResult};
 use super::super::{unexpected, Locks};
+use super::acquire::Sequence;
 use super::cancel_wait::{guarded, queued, wait_ended, AbandonGuard, Withdraw, Withdrawn};
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
@@ -32,6 +33,8 @@ pub struct AcquireAll {
     pub wait: Option<Duration>,
     /// Stored with each grant.
     pub metadata: Vec<u8>,
+    /// Its place in the session's exactly-once sequence, if numbered.
+    pub sequence: Option<Sequence>,
 }
 
 /// The result of an [`AcquireAll`].
@@ -139,13 +142,16 @@ impl Operation for AcquireAll {
                 .collect(),
             None => Vec::new(),
         };
-        let cmd = Command::AcquireAll {
+        let mut cmd = Command::AcquireAll {
             session: self.session,
             names: self.names.clone(),
             request_id: self.request_id,
             wait_ms: self.wait.map(|d| d.as_millis() as u64),
             metadata: self.metadata.clone(),
         };
+        if let Some(s) = self.sequence.clone() {
+            cmd = s.wrap(cmd);
+        }
         // Armed before proposing, as an acquire's (see `acquire.rs`): a
         // cancel of one lock of a set cancels (or releases) the set.
         let guard = self

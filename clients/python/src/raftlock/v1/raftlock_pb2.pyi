@@ -25,18 +25,24 @@ ROLE_SHUTDOWN: Role
 ROLE_UNSPECIFIED: Role
 
 class AcquireAllRequest(_message.Message):
-    __slots__ = ["metadata", "names", "request_id", "session_id", "wait_timeout_ms"]
+    __slots__ = ["acked_below", "in_flight", "metadata", "names", "request_id", "seq", "session_id", "wait_timeout_ms"]
+    ACKED_BELOW_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     NAMES_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     WAIT_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    acked_below: int
+    in_flight: _containers.RepeatedScalarFieldContainer[int]
     metadata: bytes
     names: _containers.RepeatedScalarFieldContainer[str]
     request_id: bytes
+    seq: int
     session_id: int
     wait_timeout_ms: int
-    def __init__(self, session_id: _Optional[int] = ..., names: _Optional[_Iterable[str]] = ..., request_id: _Optional[bytes] = ..., wait_timeout_ms: _Optional[int] = ..., metadata: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[int] = ..., names: _Optional[_Iterable[str]] = ..., request_id: _Optional[bytes] = ..., wait_timeout_ms: _Optional[int] = ..., metadata: _Optional[bytes] = ..., seq: _Optional[int] = ..., acked_below: _Optional[int] = ..., in_flight: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AcquireAllResponse(_message.Message):
     __slots__ = ["acquired", "grants", "holders"]
