@@ -783,6 +783,12 @@ impl Model {
                                 acked_below,
                                 command,
                                 ..
+                            }
+                            | Command::SequencedSet {
+                                seq,
+                                acked_below,
+                                command,
+                                ..
                             } => (seq, acked_below, command),
                             _ => unreachable!("the client sends only sequenced commands"),
                         };
@@ -820,6 +826,12 @@ impl Model {
                     Packet::Late(i) if !client.sent.is_empty() => {
                         client.sent[i % client.sent.len()].clone()
                     }
+                    _ if matches!(inner, Command::AcquireAll { .. }) => Command::SequencedSet {
+                        seq,
+                        acked_below,
+                        in_flight: if *acks { listed } else { Vec::new() },
+                        command: Box::new(inner.clone()),
+                    },
                     _ if *acks && !listed.is_empty() => Command::SequencedAcks {
                         seq,
                         acked_below,
@@ -833,7 +845,8 @@ impl Model {
                     },
                 };
                 let in_flight = match &cmd {
-                    Command::SequencedAcks { in_flight, .. } => Some(in_flight.clone()),
+                    Command::SequencedAcks { in_flight, .. }
+                    | Command::SequencedSet { in_flight, .. } => Some(in_flight.clone()),
                     _ => None,
                 };
                 // A late packet is the network's copy: the client neither
@@ -1605,7 +1618,8 @@ fn sequenced_requests_run_at_most_once(cmds: &[Command]) -> Result<(), TestCaseE
         let answer = answer_of(&outcome);
         let mut ran = None;
         if let Command::Sequenced { seq, command, .. }
-        | Command::SequencedAcks { seq, command, .. } = cmd
+        | Command::SequencedAcks { seq, command, .. }
+        | Command::SequencedSet { seq, command, .. } = cmd
         {
             let (Command::Acquire {
                 session,

@@ -140,8 +140,7 @@ pub enum Command {
     // New variants go last: log entries are postcard, which numbers variants
     // by position, so entries of older releases still decode.
     /// A command under its session's exactly-once sequence (Raft
-    /// dissertation §6.3). `command` is an [`Command::Acquire`] (possibly
-    /// [`Command::WithTerms`]) or an [`Command::AcquireAll`]; its session
+    /// dissertation §6.3). `command` is an [`Command::Acquire`]; its session
     /// is the sequence's. A duplicate (same `seq`) gets the first answer,
     /// never a second execution; a `seq` below what the client has
     /// acknowledged is refused unexecuted.
@@ -328,6 +327,23 @@ pub enum Command {
         /// The creation.
         command: Box<Command>,
     },
+    /// An [`Command::AcquireAll`] under its session's exactly-once
+    /// sequence, numbered and acknowledged as [`Command::SequencedAcks`]
+    /// numbers an acquire (an empty `in_flight`: by `acked_below` alone). A
+    /// variant of its own rather than a set inside `Sequenced`: a node of
+    /// an older release reads `Sequenced` but refuses a set in it without
+    /// taking its locks, and would go on with another lock table than its
+    /// peers; this one it cannot decode, so it stops until upgraded.
+    SequencedSet {
+        /// The client's number for this logical request, from 1.
+        seq: u64,
+        /// Every seq below this has been answered.
+        acked_below: u64,
+        /// Numbers at or above `acked_below` still awaiting an answer.
+        in_flight: Vec<u64>,
+        /// The lock set.
+        command: Box<Command>,
+    },
 }
 
 impl Command {
@@ -358,6 +374,7 @@ impl Command {
             Command::ByOwner { command, .. } => command.kind(),
             Command::AcquireAll { .. } => "acquire_all",
             Command::WithinSessionLimit { command, .. } => command.kind(),
+            Command::SequencedSet { command, .. } => command.kind(),
         }
     }
 
@@ -368,7 +385,8 @@ impl Command {
             | Command::SequencedAcks { command, .. }
             | Command::WithTerms { command, .. }
             | Command::ByOwner { command, .. }
-            | Command::WithinSessionLimit { command, .. } => command.unwrapped(),
+            | Command::WithinSessionLimit { command, .. }
+            | Command::SequencedSet { command, .. } => command.unwrapped(),
             other => other,
         }
     }

@@ -1,7 +1,7 @@
 //! The one place that knows the history of the log's format. An entry is a
 //! [`Command`] as the release that proposed it wrote it: wrappers
 //! (`WithTerms`, `Sequenced`, `SequencedAcks`, `ByOwner`,
-//! `WithinSessionLimit`) and three shapes of
+//! `WithinSessionLimit`, `SequencedSet`) and three shapes of
 //! session creation (`CreateSession`, `CreateSessionOnce`,
 //! `CreateSessionAt`) were added as the API grew, and an entry written by any
 //! release must apply the same way today. [`Request::of`] maps each shape to
@@ -250,6 +250,27 @@ impl<'a> Request<'a> {
                     command.kind()
                 ))),
             },
+            Command::SequencedSet {
+                seq,
+                acked_below,
+                in_flight,
+                command,
+            } => match (command.as_ref(), Self::of(command)) {
+                (Command::AcquireAll { .. }, Request::AcquireAll { all, .. }) => {
+                    Request::AcquireAll {
+                        all,
+                        sequence: Some(Sequence {
+                            seq: *seq,
+                            acked_below: *acked_below,
+                            in_flight: Some(in_flight),
+                        }),
+                    }
+                }
+                _ => Request::Malformed(LeaseError::InvalidArgument(format!(
+                    "only a lock set is sequenced as a set, not {}",
+                    command.kind()
+                ))),
+            },
             Command::AcquireAll {
                 session,
                 names,
@@ -280,15 +301,10 @@ impl<'a> Request<'a> {
             acked_below,
             in_flight,
         });
-        if let (Command::AcquireAll { .. }, Request::AcquireAll { all, .. }) =
-            (command, Self::of(command))
-        {
-            return Request::AcquireAll { all, sequence };
-        }
         match acquire::Request::of(command) {
             Some(acquire) => Request::Acquire { acquire, sequence },
             None => Request::Malformed(LeaseError::InvalidArgument(format!(
-                "only an acquire or a lock set can be sequenced, not {}",
+                "only an acquire can be sequenced, not {}",
                 command.kind()
             ))),
         }

@@ -437,26 +437,18 @@ impl Driver {
         )
     }
 
-    /// A sequenced acquire: some client's next request, or an earlier one
-    /// again (a retry, or a packet the network delayed) with the
-    /// `acked_below` it had or a new one.
+    /// A sequenced acquire or lock set: some client's next request, or an
+    /// earlier one again (a retry, or a packet the network delayed) with
+    /// the `acked_below` it had or a new one.
     fn sequenced(&self, d: &mut impl Draw) -> Command {
-        let sent: Vec<&Command> = self
+        let sent: Vec<(u64, u64, &Command)> = self
             .history
             .iter()
-            .map(|(_, _, c)| c)
-            .filter(|c| matches!(c, Command::Sequenced { .. }))
+            .filter_map(|(_, _, c)| numbered_parts(c))
             .collect();
         let b = d.byte();
         if b < 96 && !sent.is_empty() {
-            let Command::Sequenced {
-                seq,
-                acked_below,
-                command,
-            } = pick(d, &sent).clone()
-            else {
-                unreachable!("only sequenced commands were picked")
-            };
+            let (seq, acked_below, command) = pick(d, &sent);
             let acked_below = match command.unwrapped() {
                 Command::Acquire { session, .. } | Command::AcquireAll { session, .. }
                     if b.is_multiple_of(2) =>
@@ -465,44 +457,47 @@ impl Driver {
                 }
                 _ => acked_below,
             };
-            return Command::Sequenced {
-                seq,
-                acked_below,
-                command,
-            };
+            return numbered(seq, acked_below, command.clone());
         }
         if b >= 248 {
             // What only a broken client sends: seq 0 or the largest, or a
-            // command that cannot be sequenced.
+            // command that cannot be sequenced (or not that way).
             let session = self.session(d);
-            let command = match d.byte() % 3 {
+            let command = match d.byte() % 4 {
                 0 => self.acquire(d, session),
                 1 => Command::CloseSession { session },
+                2 => self.lock_set(d, session),
                 _ => Command::Sequenced {
                     seq: 1,
                     acked_below: 1,
                     command: Box::new(self.acquire(d, session)),
                 },
             };
-            return Command::Sequenced {
-                seq: pick(d, &[0, 1, u64::MAX]),
-                acked_below: pick(d, &[0, 1, u64::MAX]),
-                command: Box::new(command),
+            let (seq, acked_below) = (pick(d, &[0, 1, u64::MAX]), pick(d, &[0, 1, u64::MAX]));
+            return if d.byte().is_multiple_of(2) {
+                Command::SequencedSet {
+                    seq,
+                    acked_below,
+                    in_flight: vec![],
+                    command: Box::new(command),
+                }
+            } else {
+                Command::Sequenced {
+                    seq,
+                    acked_below,
+                    command: Box::new(command),
+                }
             };
         }
         let session = self.session(d);
         let last = sent
             .iter()
-            .filter_map(|c| match c {
-                Command::Sequenced { seq, command, .. } => match command.unwrapped() {
-                    Command::Acquire { session: s, .. }
-                    | Command::AcquireAll { session: s, .. }
-                        if *s == session =>
-                    {
-                        Some(*seq)
-                    }
-                    _ => None,
-                },
+            .filter_map(|(seq, _, command)| match command.unwrapped() {
+                Command::Acquire { session: s, .. } | Command::AcquireAll { session: s, .. }
+                    if *s == session =>
+                {
+                    Some(*seq)
+                }
                 _ => None,
             })
             .max()
@@ -516,11 +511,7 @@ impl Driver {
         } else {
             self.acquire(d, session)
         };
-        Command::Sequenced {
-            seq,
-            acked_below,
-            command: Box::new(command),
-        }
+        numbered(seq, acked_below, command)
     }
 
     /// A lock set: mostly two or three names in order; now and then out of
@@ -747,5 +738,42 @@ impl Driver {
                 },
             },
         }
+    }
+}
+
+/// `command` numbered as a client of this release numbers it: a lock set
+/// in `SequencedSet`, anything else in `Sequenced`.
+fn numbered(seq: u64, acked_below: u64, command: Command) -> Command {
+    if matches!(command, Command::AcquireAll { .. }) {
+        Command::SequencedSet {
+            seq,
+            acked_below,
+            in_flight: vec![],
+            command: Box::new(command),
+        }
+    } else {
+        Command::Sequenced {
+            seq,
+            acked_below,
+            command: Box::new(command),
+        }
+    }
+}
+
+/// The number, acknowledged mark and command of a numbered command.
+fn numbered_parts(c: &Command) -> Option<(u64, u64, &Command)> {
+    match c {
+        Command::Sequenced {
+            seq,
+            acked_below,
+            command,
+        }
+        | Command::SequencedSet {
+            seq,
+            acked_below,
+            command,
+            ..
+        } => Some((*seq, *acked_below, command)),
+        _ => None,
     }
 }

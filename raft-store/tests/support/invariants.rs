@@ -659,19 +659,25 @@ fn check_exactly_once(
             acked_below,
             command,
         } => {
-            // An acquire, an acquire with terms, or a lock set: what may be
-            // sequenced.
+            // An acquire, or an acquire with terms: what `Sequenced` wraps.
             let acquire = match command.as_ref() {
                 Command::WithTerms { command, .. } => command.as_ref(),
                 other => other,
             };
             match acquire {
-                Command::Acquire { session, .. } | Command::AcquireAll { session, .. } => {
-                    Some((*seq, *acked_below, *session))
-                }
+                Command::Acquire { session, .. } => Some((*seq, *acked_below, *session)),
                 _ => None,
             }
         }
+        Command::SequencedSet {
+            seq,
+            acked_below,
+            command,
+            ..
+        } => match command.as_ref() {
+            Command::AcquireAll { session, .. } => Some((*seq, *acked_below, *session)),
+            _ => None,
+        },
         _ => None,
     };
     for s in before.sessions() {
@@ -750,7 +756,10 @@ fn check_reply(
     outcome: &Outcome,
     after: &LeaseMachine,
 ) -> Result<(), String> {
-    let sequenced = matches!(cmd, Command::Sequenced { .. });
+    let sequenced = matches!(
+        cmd,
+        Command::Sequenced { .. } | Command::SequencedSet { .. }
+    );
     let reply = match &outcome.reply {
         // A sequenced refusal is an answer kept for duplicates.
         Err(_) if sequenced => {

@@ -28,6 +28,17 @@ pub struct Sequence {
 }
 
 impl Sequence {
+    /// Lock set `command` numbered in its session's sequence (a command of
+    /// its own, which nodes of older releases cannot misapply).
+    pub(crate) fn wrap_set(self, command: Command) -> Command {
+        Command::SequencedSet {
+            seq: self.seq,
+            acked_below: self.acked_below,
+            in_flight: self.in_flight,
+            command: Box::new(command),
+        }
+    }
+
     /// `command` numbered in its session's sequence.
     pub(crate) fn wrap(self, command: Command) -> Command {
         if self.in_flight.is_empty() {

@@ -150,7 +150,7 @@ impl Operation for AcquireAll {
             metadata: self.metadata.clone(),
         };
         if let Some(s) = self.sequence.clone() {
-            cmd = s.wrap(cmd);
+            cmd = s.wrap_set(cmd);
         }
         // Armed before proposing, as an acquire's (see `acquire.rs`): a
         // cancel of one lock of a set cancels (or releases) the set.

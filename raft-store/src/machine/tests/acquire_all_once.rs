@@ -13,9 +13,10 @@ fn seq_set(
     acked_below: u64,
     wait_ms: Option<u64>,
 ) -> Command {
-    Command::Sequenced {
+    Command::SequencedSet {
         seq,
         acked_below,
+        in_flight: vec![],
         command: Box::new(Command::AcquireAll {
             session,
             names: names.iter().map(|n| (*n).to_owned()).collect(),
@@ -79,13 +80,13 @@ fn without_sequence_numbers_a_late_set_duplicate_is_granted_again() {
     let mut log = Log::new();
     let s = log.session();
     let first = seq_set(s, &["a", "b"], 1, 1, 1, None);
-    let Command::Sequenced { command, .. } = first else {
+    let Command::SequencedSet { command, .. } = first else {
         unreachable!()
     };
     let g = set_granted(&log.apply((*command).clone()));
     release_all(&mut log, &g);
     for n in 2..=300u128 {
-        let Command::Sequenced { command, .. } = seq_set(s, &["a", "b"], n, 1, 1, None) else {
+        let Command::SequencedSet { command, .. } = seq_set(s, &["a", "b"], n, 1, 1, None) else {
             unreachable!()
         };
         let g = set_granted(&log.apply(*command));

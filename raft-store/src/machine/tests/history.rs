@@ -186,12 +186,38 @@ fn history() -> Vec<(Command, &'static str)> {
             },
             HEX[22],
         ),
+        (
+            Command::WithinSessionLimit {
+                max_sessions: 10_000,
+                command: Box::new(Command::CreateSession {
+                    ttl_ms: 5_000,
+                    client_name: "c".into(),
+                    owner: "o".into(),
+                }),
+            },
+            HEX[23],
+        ),
+        (
+            Command::SequencedSet {
+                seq: 5,
+                acked_below: 2,
+                in_flight: vec![3, 4],
+                command: Box::new(Command::AcquireAll {
+                    session: 1,
+                    names: vec!["a".into(), "b".into()],
+                    request_id: RequestId(7),
+                    wait_ms: None,
+                    metadata: vec![],
+                }),
+            },
+            HEX[24],
+        ),
     ]
 }
 
 /// Written by releases from the first (`CreateSession` .. `ForceRelease`)
-/// to the newest (`AcquireAll`); one line per variant, in variant order.
-const HEX: [&str; 23] = [
+/// to the newest (`SequencedSet`); one line per variant, in variant order.
+const HEX: [&str; 25] = [
     "0088270163016f",
     "0101",
     "020201ac02",
@@ -215,6 +241,8 @@ const HEX: [&str; 23] = [
     "14016111",
     "15016f10017201010ae80705f403c0843d",
     "160102016101620701e807020102",
+    "17904e0088270163016f",
+    "18050202030416010201610162070000",
 ];
 
 fn hex(bytes: &[u8]) -> String {
@@ -347,7 +375,7 @@ fn a_wrapper_around_what_it_cannot_wrap_is_refused_as_before() {
                 acked_below: 0,
                 command: Box::new(release.clone()),
             },
-            "only an acquire or a lock set can be sequenced, not release",
+            "only an acquire can be sequenced, not release",
         ),
         (
             Command::SequencedAcks {
@@ -356,14 +384,37 @@ fn a_wrapper_around_what_it_cannot_wrap_is_refused_as_before() {
                 in_flight: vec![],
                 command: Box::new(release.clone()),
             },
-            "only an acquire or a lock set can be sequenced, not release",
+            "only an acquire can be sequenced, not release",
         ),
         (
             Command::ByOwner {
                 owner: "o".into(),
-                command: Box::new(release),
+                command: Box::new(release.clone()),
             },
             "only a take or a return carries an owner, not release",
+        ),
+        (
+            Command::SequencedSet {
+                seq: 1,
+                acked_below: 0,
+                in_flight: vec![],
+                command: Box::new(release.clone()),
+            },
+            "only a lock set is sequenced as a set, not release",
+        ),
+        (
+            Command::Sequenced {
+                seq: 1,
+                acked_below: 0,
+                command: Box::new(Command::AcquireAll {
+                    session: s,
+                    names: vec!["a".into(), "b".into()],
+                    request_id: RequestId(1),
+                    wait_ms: None,
+                    metadata: vec![],
+                }),
+            },
+            "only an acquire can be sequenced, not acquire_all",
         ),
     ];
     for (command, message) in cases {
