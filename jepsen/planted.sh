@@ -58,6 +58,9 @@ runs=(
   # Validate and Describe answered from a cache of the last second: a
   # released token still validates, a released holder is still described.
   "stale-reads        mutex     none     1 2 3"
+  # The same cache on a semaphore: its holders described, its tokens
+  # validated, as of a second ago.
+  "stale-reads        semaphore none     1 2 3"
   # A member that lost its data dir votes at once: the disk nemesis's
   # first round under seeds 2 and 6 loses a member while another is down
   # and stale, and starts the two alone; they elect the stale one and
@@ -84,6 +87,8 @@ fi
 failed=0
 for r in "${runs[@]}"; do
   read -r bug workload nemesis seeds <<<"$r"
+  # One bug may be planted under several workloads.
+  tag="$bug.$workload"
   caught=""
   for seed in $seeds; do
     set +e
@@ -98,12 +103,12 @@ for r in "${runs[@]}"; do
     plants=()
     if [[ -n "$server_bug" ]]; then plants+=("RAFTLOCK_PLANT=$server_bug"); fi
     if [[ -n "$client_bug" ]]; then plants+=("RAFTLOCK_JEPSEN_PLANT_CLIENT=$client_bug"); fi
-    env "${plants[@]}" "$jepsen" --raftlockd "$planted" "${worker[@]}" --out "$out/$bug" \
+    env "${plants[@]}" "$jepsen" --raftlockd "$planted" "${worker[@]}" --out "$out/$tag" \
       run --workload "$workload" --nemesis "$nemesis" --seed "$seed" --time "$time" \
-      >"$out.$bug.$seed.log" 2>&1
+      >"$out.$tag.$seed.log" 2>&1
     status=$?
     set -e
-    verdict=$(grep -h '^verdict:' "$out/$bug"/*-s"$seed"/summary.txt 2>/dev/null | head -1 || true)
+    verdict=$(grep -h '^verdict:' "$out/$tag"/*-s"$seed"/summary.txt 2>/dev/null | head -1 || true)
     if [[ $status -eq 1 && "$verdict" == *INVALID* ]]; then
       caught="seed $seed: ${verdict#verdict: }"
       break
@@ -115,10 +120,10 @@ for r in "${runs[@]}"; do
   fi
   if [[ -n "$caught" ]]; then
     echo "caught     $bug ($workload under $nemesis, $caught)"
-    grep -h ' invalid ' "$out/$bug"/*/summary.txt | head -2 | sed 's/^/           /'
+    grep -h ' invalid ' "$out/$tag"/*/summary.txt | head -2 | sed 's/^/           /'
   else
     echo "NOT CAUGHT $bug ($workload under $nemesis, seeds $seeds)"
-    tail -n 5 "$out.$bug".*.log
+    tail -n 5 "$out.$tag".*.log
     failed=1
   fi
 done

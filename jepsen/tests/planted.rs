@@ -72,6 +72,7 @@ async fn grants_without_consensus_break_mutual_exclusion_and_linearizability() {
     assert_invalid(&checks, "election");
     let (_, checks) = verdicts(Kind::Semaphore, Fault::SplitBrain).await;
     assert_invalid(&checks, "semaphore");
+    assert_invalid(&checks, "semaphore_linearizable");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -119,4 +120,17 @@ async fn validate_and_describe_from_a_read_cache_break_linearizability() {
     let (verdict, checks) = verdicts(Kind::Mutex, Fault::StaleReads).await;
     assert_eq!(verdict, "invalid");
     assert_invalid(&checks, "linearizable");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_semaphore_read_from_a_cache_breaks_its_linearizability() {
+    let (verdict, checks) = verdicts(Kind::Semaphore, Fault::StaleReads).await;
+    assert_eq!(verdict, "invalid");
+    assert_invalid(&checks, "semaphore_linearizable");
+    // What the counting checker alone cannot see: every grant fit.
+    assert_eq!(
+        checker(&checks, "semaphore")["verdict"],
+        "valid",
+        "{checks}"
+    );
 }

@@ -28,13 +28,12 @@
 //!
 //! Elections (campaign/resign) are the same model.
 
+use super::search::{search, Entry, Model, Search};
 use super::{pairs, CheckResult, Holds, Verdict};
 use crate::history::{Op, Type, F};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 const NAME: &str = "linearizable";
-/// States the search may visit per lock before it answers unknown.
-const BUDGET: usize = 2_000_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct State {
@@ -56,19 +55,24 @@ enum Kind {
     Describe(Option<u64>),
 }
 
-struct Entry {
-    op: Kind,
-    call: u64,
-    /// `None`: never returned (info): may linearize any time after `call`,
-    /// or never.
-    ret: Option<u64>,
-    ops: Vec<Op>,
-}
-
 /// For each token: the time after which its lease may be gone.
 type Expiry = HashMap<u64, u64>;
 
-fn step(s: State, e: &Entry, expiry: &Expiry) -> Vec<State> {
+/// The fenced mutex, with the lease ends it may assume.
+struct Mutex<'a> {
+    expiry: &'a Expiry,
+}
+
+impl Model for Mutex<'_> {
+    type State = State;
+    type Op = Kind;
+
+    fn step(&self, s: &State, e: &Entry<Kind>) -> Vec<State> {
+        step(*s, e, self.expiry)
+    }
+}
+
+fn step(s: State, e: &Entry<Kind>, expiry: &Expiry) -> Vec<State> {
     // The latest moment this op can linearize at.
     let latest = e.ret.unwrap_or(u64::MAX);
     let expirable = |t: u64| expiry.get(&t).is_some_and(|&x| x < latest);
@@ -134,166 +138,6 @@ fn step(s: State, e: &Entry, expiry: &Expiry) -> Vec<State> {
     }
 }
 
-/// Outcome of one lock's search.
-enum Search {
-    Ok(usize),
-    Fail(Vec<Op>),
-    GaveUp,
-}
-
-fn search(entries: &[Entry], expiry: &Expiry) -> Search {
-    // Events: (time, is_return, entry). At equal times returns come first:
-    // an op that started exactly when another ended may not be ordered
-    // before it.
-    let mut events: Vec<(u64, bool, usize)> = Vec::new();
-    for (i, e) in entries.iter().enumerate() {
-        events.push((e.call, false, i));
-        if let Some(r) = e.ret {
-            events.push((r, true, i));
-        }
-    }
-    events.sort_by_key(|&(t, is_ret, i)| (t, !is_ret, i));
-    let n = events.len();
-    const END: usize = usize::MAX;
-    // A doubly linked list over the events, with a head sentinel at n.
-    let head = n;
-    let mut next: Vec<usize> = (0..=n)
-        .map(|k| if k + 1 < n { k + 1 } else { END })
-        .collect();
-    next[head] = if n > 0 { 0 } else { END };
-    let mut prev: Vec<usize> = (0..=n).map(|k| if k == 0 { head } else { k - 1 }).collect();
-    let mut call_ev = vec![END; entries.len()];
-    let mut ret_ev = vec![END; entries.len()];
-    for (k, &(_, is_ret, i)) in events.iter().enumerate() {
-        if is_ret {
-            ret_ev[i] = k;
-        } else {
-            call_ev[i] = k;
-        }
-    }
-    fn unlink(next: &mut [usize], prev: &mut [usize], k: usize) {
-        let (p, q) = (prev[k], next[k]);
-        next[p] = q;
-        if q != usize::MAX {
-            prev[q] = p;
-        }
-    }
-    fn relink(next: &mut [usize], prev: &mut [usize], k: usize) {
-        let (p, q) = (prev[k], next[k]);
-        next[p] = k;
-        if q != usize::MAX {
-            prev[q] = k;
-        }
-    }
-    // Ops that must still linearize (those that returned).
-    let mut pending = entries.iter().filter(|e| e.ret.is_some()).count();
-    let words = entries.len().div_ceil(64).max(1);
-    let mut done = vec![0u64; words];
-    let mut cache: HashSet<(Vec<u64>, State)> = HashSet::new();
-    // (entry, state before it, its other outcomes still to try)
-    let mut stack: Vec<(usize, State, Vec<State>)> = Vec::new();
-    let mut state = State {
-        holder: None,
-        max: 0,
-    };
-    let mut cursor = next[head];
-    let mut visited = 0usize;
-    let mut deepest: Vec<usize> = Vec::new();
-    let take = |i: usize,
-                next: &mut [usize],
-                prev: &mut [usize],
-                done: &mut [u64],
-                pending: &mut usize| {
-        done[i / 64] |= 1 << (i % 64);
-        unlink(next, prev, call_ev[i]);
-        if ret_ev[i] != END {
-            unlink(next, prev, ret_ev[i]);
-            *pending -= 1;
-        }
-    };
-    let untake = |i: usize,
-                  next: &mut [usize],
-                  prev: &mut [usize],
-                  done: &mut [u64],
-                  pending: &mut usize| {
-        done[i / 64] &= !(1 << (i % 64));
-        if ret_ev[i] != END {
-            relink(next, prev, ret_ev[i]);
-            *pending += 1;
-        }
-        relink(next, prev, call_ev[i]);
-    };
-    loop {
-        if pending == 0 {
-            // Whatever is left never returned and may never have happened.
-            return Search::Ok(visited);
-        }
-        visited += 1;
-        if visited > BUDGET {
-            return Search::GaveUp;
-        }
-        let at_return = cursor == END || events[cursor].1;
-        if !at_return {
-            let i = events[cursor].2;
-            let mut outcomes = step(state, &entries[i], expiry);
-            let mut advanced = false;
-            while let Some(s2) = outcomes.pop() {
-                done[i / 64] |= 1 << (i % 64);
-                let fresh = cache.insert((done.clone(), s2));
-                done[i / 64] &= !(1 << (i % 64));
-                if fresh {
-                    take(i, &mut next, &mut prev, &mut done, &mut pending);
-                    stack.push((i, state, outcomes));
-                    state = s2;
-                    cursor = next[head];
-                    advanced = true;
-                    break;
-                }
-            }
-            if !advanced {
-                cursor = next[cursor];
-            }
-            continue;
-        }
-        // An op returned before it could be placed: undo the last choice.
-        if stack.len() >= deepest.len() {
-            deepest = stack.iter().map(|s| s.0).collect();
-            if cursor != END {
-                deepest.push(events[cursor].2);
-            }
-        }
-        let Some((j, before, mut alts)) = stack.pop() else {
-            return Search::Fail(counterexample(entries, &deepest));
-        };
-        untake(j, &mut next, &mut prev, &mut done, &mut pending);
-        state = before;
-        // The same op with another outcome, if one is new.
-        let mut retried = false;
-        while let Some(alt) = alts.pop() {
-            done[j / 64] |= 1 << (j % 64);
-            let fresh = cache.insert((done.clone(), alt));
-            done[j / 64] &= !(1 << (j % 64));
-            if fresh {
-                take(j, &mut next, &mut prev, &mut done, &mut pending);
-                stack.push((j, before, alts));
-                state = alt;
-                cursor = next[head];
-                retried = true;
-                break;
-            }
-        }
-        if !retried {
-            cursor = next[call_ev[j]];
-        }
-    }
-}
-
-fn counterexample(entries: &[Entry], path: &[usize]) -> Vec<Op> {
-    // The last few ops that did linearize, and the one that could not.
-    let tail = &path[path.len().saturating_sub(6)..];
-    tail.iter().flat_map(|&i| entries[i].ops.clone()).collect()
-}
-
 /// How many answers of each kind the model judged.
 #[derive(Default, serde::Serialize)]
 struct Judged {
@@ -318,7 +162,7 @@ impl Judged {
 }
 
 /// The (session, token) pairs of an answer's `key` (`"busy"`, `"holders"`).
-fn named(done: &Op, key: &str) -> Option<Vec<(u64, u64)>> {
+pub(super) fn named(done: &Op, key: &str) -> Option<Vec<(u64, u64)>> {
     let list = done.value.as_ref()?.get(key)?.as_array()?;
     list.iter()
         .map(|pair| Some((pair.get(0)?.as_u64()?, pair.get(1)?.as_u64()?)))
@@ -378,7 +222,7 @@ pub(crate) fn check(history: &[Op], holds: &Holds) -> CheckResult {
                 .insert(h.token, at);
         }
     }
-    let mut by_lock: BTreeMap<&str, Vec<Entry>> = BTreeMap::new();
+    let mut by_lock: BTreeMap<&str, Vec<Entry<Kind>>> = BTreeMap::new();
     let mut judged = Judged::default();
     let semaphores: HashSet<&str> = history
         .iter()
@@ -530,7 +374,14 @@ pub(crate) fn check(history: &[Op], holds: &Holds) -> CheckResult {
     let mut gave_up = Vec::new();
     for (lock, entries) in &by_lock {
         total_ops += entries.len();
-        match search(entries, expiry.get(lock).unwrap_or(&empty)) {
+        let model = Mutex {
+            expiry: expiry.get(lock).unwrap_or(&empty),
+        };
+        let init = State {
+            holder: None,
+            max: 0,
+        };
+        match search(&model, init, entries) {
             Search::Ok(v) => states += v,
             Search::GaveUp => gave_up.push(lock.to_string()),
             Search::Fail(ops) => {

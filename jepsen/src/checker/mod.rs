@@ -16,6 +16,8 @@ mod counts;
 mod disk;
 mod linearizable;
 mod multilock;
+mod search;
+mod semaphores;
 
 use multilock::set_grants;
 
@@ -165,6 +167,7 @@ fn checks(history: &[Op], min_ok_ops: usize, clock_rate_error: f64) -> Vec<Check
     vec![
         coverage(history, min_ok_ops),
         linearizable::check(history, &holds),
+        semaphores::check(history, &holds),
         fencing(history),
         exclusion("mutual_exclusion", &holds, F::Acquire),
         exclusion("election", &holds, F::Campaign),

@@ -8,6 +8,7 @@ use crate::history::{Op, Type, F};
 use serde_json::json;
 
 mod answers;
+mod semaphores;
 
 /// Builds histories record by record; times in ms.
 #[derive(Default)]
@@ -314,9 +315,12 @@ fn a_semaphore_over_capacity_is_caught() {
         );
     }
     assert_invalid(&check_all(&h.0), "semaphore");
+    assert_invalid(&check_all(&h.0), "semaphore_linearizable");
     // Two at a time is fine.
     let ok: Vec<Op> = h.0.iter().filter(|o| o.process != 2).cloned().collect();
     assert_eq!(get(&check_all(&ok), "semaphore").verdict, Verdict::Valid);
+    let r = check_all(&ok);
+    assert_eq!(get(&r, "semaphore_linearizable").verdict, Verdict::Valid);
 }
 
 /// A semaphore hold by process `p` taking `count` permits of a stated 2,
@@ -364,6 +368,7 @@ fn holds_of_several_permits_count_every_permit() {
     sem_hold(&mut h, 1, 1, 6, 10, 100);
     h.0.sort_by_key(|o| o.time_ns);
     assert_invalid(&check_all(&h.0), "semaphore");
+    assert_invalid(&check_all(&h.0), "semaphore_linearizable");
 }
 
 #[test]
@@ -375,6 +380,8 @@ fn a_resize_allows_what_the_size_in_force_allows_and_no_more() {
     sem_hold(&mut h, 1, 2, 6, 20, 100);
     h.0.sort_by_key(|o| o.time_ns);
     assert_eq!(get(&check_all(&h.0), "semaphore").verdict, Verdict::Valid);
+    let r = check_all(&h.0);
+    assert_eq!(get(&r, "semaphore_linearizable").verdict, Verdict::Valid);
 
     // A resize whose answer was lost may have taken effect: allowed too.
     let mut h = H::default();
@@ -383,6 +390,8 @@ fn a_resize_allows_what_the_size_in_force_allows_and_no_more() {
     sem_hold(&mut h, 1, 2, 6, 20, 100);
     h.0.sort_by_key(|o| o.time_ns);
     assert_eq!(get(&check_all(&h.0), "semaphore").verdict, Verdict::Valid);
+    let r = check_all(&h.0);
+    assert_eq!(get(&r, "semaphore_linearizable").verdict, Verdict::Valid);
 
     // Grown to 4, then shrunk to 3, both acknowledged before the holds
     // were asked for: 2 + 2 is one too many.
@@ -393,6 +402,7 @@ fn a_resize_allows_what_the_size_in_force_allows_and_no_more() {
     sem_hold(&mut h, 1, 2, 6, 20, 100);
     h.0.sort_by_key(|o| o.time_ns);
     assert_invalid(&check_all(&h.0), "semaphore");
+    assert_invalid(&check_all(&h.0), "semaphore_linearizable");
 
     // A refused resize changes nothing: the stated 2 holds.
     let mut h = H::default();
@@ -401,6 +411,7 @@ fn a_resize_allows_what_the_size_in_force_allows_and_no_more() {
     sem_hold(&mut h, 1, 1, 6, 20, 100);
     h.0.sort_by_key(|o| o.time_ns);
     assert_invalid(&check_all(&h.0), "semaphore");
+    assert_invalid(&check_all(&h.0), "semaphore_linearizable");
 }
 
 /// A take of rate limit `r` (5 per second, burst 2) by process `p`,

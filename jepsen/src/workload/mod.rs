@@ -300,14 +300,15 @@ impl Worker {
         // sessions that live across leader changes are what leases are for.
         let wait = TTL * 3;
         let value = format!("p{process}");
-        // Exclusive locks are also tried once, read (Describe) and
-        // validated, so that every kind of answer is judged.
-        let answers = matches!(self.kind, Kind::Mutex | Kind::Fenced);
+        // Locks and semaphores are also read (Describe) and validated, and
+        // exclusive locks tried once, so that every kind of answer is
+        // judged.
+        let answers = matches!(self.kind, Kind::Mutex | Kind::Fenced | Kind::Semaphore);
         if answers && self.rng.gen_bool(0.1) {
             self.describe(s, &name).await;
             return;
         }
-        let try_once = answers && self.rng.gen_bool(0.3);
+        let try_once = matches!(self.kind, Kind::Mutex | Kind::Fenced) && self.rng.gen_bool(0.3);
         let (res, retire) = if try_once {
             spec.value = Some(json!({ "try": true }));
             let (res, retire) = timed(&rec, spec.clone(), s.try_acquire(&name), tried).await;
