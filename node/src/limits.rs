@@ -42,6 +42,11 @@ pub struct LimitArgs {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_wait_ms: Option<u64>,
+    /// Longest an AddLearner that asked to wait for the learner to catch up
+    /// waits before it answers LEARNER_NOT_CAUGHT_UP, in ms [default: 120000].
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_learner_wait_ms: Option<u64>,
     /// Most live sessions one identity may have; without authentication,
     /// all callers together [default: 10000].
     #[arg(long)]
@@ -132,6 +137,8 @@ pub struct Limits {
     pub max_ttl_ms: u64,
     /// Longest wait.
     pub max_wait_ms: u64,
+    /// Longest wait for a learner to catch up.
+    pub max_learner_wait_ms: u64,
     /// Sessions per identity.
     pub max_sessions_per_identity: u64,
     /// Locks held or waited for per session.
@@ -157,6 +164,7 @@ impl Default for Limits {
             min_ttl_ms: hard::MIN_TTL_MS,
             max_ttl_ms: hard::MAX_TTL_MS,
             max_wait_ms: hard::MAX_WAIT_MS,
+            max_learner_wait_ms: 120_000,
             max_sessions_per_identity: 10_000,
             max_locks_per_session: hard::MAX_LOCKS_PER_SESSION,
             max_waiters_per_lock: hard::MAX_WAITERS_PER_LOCK,
@@ -208,6 +216,12 @@ impl Limits {
             return bad(
                 "--max-wait-ms",
                 format!("must be at most {} ms", hard::MAX_WAIT_MS),
+            );
+        }
+        if !(1_000..=hard::MAX_WAIT_MS).contains(&l.max_learner_wait_ms) {
+            return bad(
+                "--max-learner-wait-ms",
+                format!("must lie within 1000..={} ms", hard::MAX_WAIT_MS),
             );
         }
         if l.max_locks_per_session == 0 || l.max_locks_per_session > hard::MAX_LOCKS_PER_SESSION {

@@ -173,7 +173,8 @@ impl ClusterApi for ClusterService {
             // learner holding every entry the leader had when it was added.
             let target = resp.log_id.index;
             let learner = r.node_id;
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+            let wait = Duration::from_millis(self.node.limits().max_learner_wait_ms);
+            let deadline = tokio::time::Instant::now() + wait;
             let mut metrics = self.node.metrics();
             loop {
                 let matched = metrics
@@ -193,7 +194,8 @@ impl ClusterApi for ClusterService {
                     Ok(Err(_)) => return Err(reason::status(Reason::Stopping, "raft is shutting down")),
                     Err(_) => {
                         return Err(reason::status(Reason::LearnerNotCaughtUp, format!(
-                            "learner {learner} has not caught up to index {target} within 120 s (matched {matched:?}); is it running and reachable at its peer address?"
+                            "learner {learner} has not caught up to index {target} within {} ms (--max-learner-wait-ms; matched {matched:?}); is it running and reachable at its peer address?",
+                            wait.as_millis()
                         )))
                     }
                 }

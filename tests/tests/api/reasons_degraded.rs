@@ -167,7 +167,7 @@ async fn calls_cut_short_by_a_shutdown_end_in_stopping() {
 /// client reports as its own error (not as unavailability to retry).
 #[tokio::test]
 async fn waiting_for_a_learner_that_is_down_ends_in_learner_not_caught_up() {
-    let mut cluster = Cluster::start(3).await;
+    let mut cluster = Cluster::start_with(3, &["--max-learner-wait-ms", "5000"]).await;
     let leader_id = cluster.wait_for_leader(Duration::from_secs(10)).await;
     let leader = cluster.node(leader_id).client_addr.clone();
     // Two new nodes that die before they are added: one asked for raw, one
@@ -200,7 +200,7 @@ async fn waiting_for_a_learner_that_is_down_ends_in_learner_not_caught_up() {
     let typed_wait = tokio::spawn(async move { client.add_learner(id, &peer, &addr, true).await });
 
     expect(
-        answered(Duration::from_secs(180), raw_wait).await.unwrap(),
+        answered(Duration::from_secs(30), raw_wait).await.unwrap(),
         Reason::LearnerNotCaughtUp,
     );
     match answered(Duration::from_secs(30), typed_wait).await.unwrap() {
