@@ -245,27 +245,50 @@ impl Wal {
     /// leader sending heartbeats while nothing commits, and its followers
     /// would never elect another. Checked every `limit / 10` on a thread of
     /// its own, since the writer is the one that hangs.
+    ///
+    /// Only time this thread was awake to see counts against the disk: a
+    /// check that comes late (the process was stopped by SIGSTOP, its
+    /// virtual machine paused, or it was starved of CPU) counts at most two
+    /// intervals, since the writer was not running either. Counted by the
+    /// wall clock, a node paused for longer than `limit` in the middle of a
+    /// sync took its own pause for a hung disk and stopped when it woke.
     pub fn end_on_stall(&self, limit: std::time::Duration) {
         let inner = Arc::downgrade(&self.inner);
         let every = (limit / 10).max(std::time::Duration::from_millis(10));
         let spawned = std::thread::Builder::new()
             .name("raftlock-wal-stall".into())
-            .spawn(move || loop {
-                std::thread::sleep(every);
-                let Some(inner) = inner.upgrade() else { return };
-                let since = inner.busy_since.load(Ordering::Relaxed);
-                if since == 0 || inner.failed.borrow().is_some() {
-                    continue;
-                }
-                let now = inner.epoch.elapsed().as_millis() as u64;
-                let stalled = std::time::Duration::from_millis(now.saturating_sub(since));
-                if stalled >= limit {
-                    let why = format!(
-                        "a write or sync of the log has not returned for {stalled:?} (the limit is {limit:?}): the disk hangs"
-                    );
-                    tracing::error!(error = %why, "the write-ahead log stalled: the node stops");
-                    inner.failed.send_replace(Some(why));
-                    return;
+            .spawn(move || {
+                let mut watching = 0;
+                let mut stalled = std::time::Duration::ZERO;
+                let mut last = std::time::Instant::now();
+                loop {
+                    std::thread::sleep(every);
+                    let slept = last.elapsed();
+                    last = std::time::Instant::now();
+                    let Some(inner) = inner.upgrade() else { return };
+                    let since = inner.busy_since.load(Ordering::Relaxed);
+                    if since == 0 || inner.failed.borrow().is_some() {
+                        watching = 0;
+                        continue;
+                    }
+                    if since != watching {
+                        // Another write or sync: it started within the
+                        // last interval.
+                        watching = since;
+                        let now = inner.epoch.elapsed().as_millis() as u64;
+                        stalled = std::time::Duration::from_millis(now.saturating_sub(since))
+                            .min(every);
+                        continue;
+                    }
+                    stalled += slept.min(2 * every);
+                    if stalled >= limit {
+                        let why = format!(
+                            "a write or sync of the log has not returned for {stalled:?} (the limit is {limit:?}): the disk hangs"
+                        );
+                        tracing::error!(error = %why, "the write-ahead log stalled: the node stops");
+                        inner.failed.send_replace(Some(why));
+                        return;
+                    }
                 }
             });
         if let Err(e) = spawned {

@@ -160,3 +160,59 @@ async fn a_leader_whose_disk_hangs_gives_way_and_the_others_serve() {
     let log = log_of(&cluster, leader);
     assert!(log.contains("the disk hangs"), "{log}");
 }
+
+/// A node stopped in the middle of a sync (SIGSTOP here; a paused virtual
+/// machine or a starved process alike) is not a node whose disk hangs. The
+/// stall watch counted the wall clock, so a node paused for longer than
+/// the limit (2 s) while a sync was under way took its own pause for a
+/// hung disk and stopped the moment it woke.
+#[tokio::test]
+async fn a_node_paused_in_the_middle_of_a_sync_keeps_running_when_it_wakes() {
+    // Every sync takes 150 ms more: a node under load is nearly always in
+    // one (elections wait longer to match).
+    let mut cluster = Cluster::start_with(
+        3,
+        &[
+            "--fault-sync-delay-ms",
+            "150",
+            "--election-timeout-ms",
+            "2000",
+        ],
+    )
+    .await;
+    let leader = cluster.wait_for_leader(Duration::from_secs(20)).await;
+    let follower = if leader == 1 { 2 } else { 1 };
+    let client = cluster.client().await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let session = client.session(Duration::from_secs(30)).await.unwrap();
+            let mut grants = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(Some(g)) = session.lock("pause/l").try_acquire().await {
+                    grants += 1;
+                    let _ = g.release().await;
+                }
+            }
+            grants
+        })
+    };
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        cluster.pause(follower);
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        cluster.resume(follower);
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert!(
+            cluster.exited(follower).is_none(),
+            "node {follower} stopped after a pause:\n{}",
+            log_of(&cluster, follower)
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let grants = load.await.unwrap();
+    assert!(grants > 0, "no load ran while the node was paused");
+    let log = log_of(&cluster, follower);
+    assert!(!log.contains("the disk hangs"), "{log}");
+}
