@@ -169,6 +169,10 @@ fn classify(e: Error) -> OpError {
         // can be lost): indeterminate, never a definite failure.
         Error::WaitTimedOut(_) => OpError::Unknown(e.to_string()),
         Error::SessionLost(_) => OpError::Unknown(e.to_string()),
+        // The server no longer knows the session: an earlier attempt of the
+        // call may have landed before it expired, and what the session
+        // kept of it (its grant, its exactly-once answer) went with it.
+        Error::SessionGone(_) => OpError::Unknown(e.to_string()),
         // A fault of the server's own, or an answer this library cannot
         // read: the call may have taken effect.
         Error::Server { .. } | Error::Internal(_) => OpError::Unknown(e.to_string()),

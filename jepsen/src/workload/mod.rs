@@ -703,4 +703,30 @@ mod tests {
         assert!(retire);
         assert_eq!(rec.history().last().map(|o| o.kind), Some(Type::Info));
     }
+
+    /// An acquire answered "session gone" may have been granted by an
+    /// earlier attempt before the session expired (a BUSY of another
+    /// process once named that grant, and the checker, told the acquire
+    /// surely failed, called the grant invented): indeterminate.
+    #[tokio::test]
+    async fn an_acquire_whose_session_is_gone_is_indeterminate() {
+        let spec = OpSpec {
+            process: 1,
+            f: F::Acquire,
+            lock: "a".into(),
+            session: Some(7),
+            token: None,
+            valid_until: None,
+            value: None,
+        };
+        let rec = Recorder::new();
+        let fut = async {
+            Err::<Option<u64>, _>(crate::backend::classify_for_tests(
+                raftlock_client::Error::SessionGone(7),
+            ))
+        };
+        let (_, retire) = timed(&rec, spec, fut, granted).await;
+        assert!(retire);
+        assert_eq!(rec.history().last().map(|o| o.kind), Some(Type::Info));
+    }
 }

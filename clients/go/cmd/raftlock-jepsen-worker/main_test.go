@@ -71,7 +71,7 @@ func TestOutcomesAreReadAsTheHarnessReadsThem(t *testing.T) {
 		indeterminate bool
 	}{
 		{&raftlock.Error{Reason: raftlock.ReasonNotHolder, Code: "FAILED_PRECONDITION"}, false},
-		{&raftlock.Error{Reason: raftlock.ReasonSessionNotFound, Code: "NOT_FOUND"}, false},
+		{&raftlock.Error{Reason: raftlock.ReasonSessionNotFound, Code: "NOT_FOUND"}, true},
 		{&raftlock.Error{Reason: raftlock.ReasonPermissionDenied, Code: "PERMISSION_DENIED"}, false},
 		{&raftlock.Error{Reason: raftlock.ReasonNotLeader, Code: "UNAVAILABLE"}, true},
 		{&raftlock.Error{Reason: raftlock.ReasonInternal, Code: "INTERNAL"}, true},

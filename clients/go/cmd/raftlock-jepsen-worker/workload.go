@@ -41,13 +41,13 @@ func names(workload string) []string {
 // definite are the refusals that settle that a call did not take effect.
 // Any other failure may have taken effect: the harness's own reading of
 // the Rust client's errors (classify in jepsen/src/backend/mod.rs), where a
-// lost answer, a locally lost session, a server fault or an unknown
-// reason is indeterminate and the server saying the session is gone is
-// not.
+// lost answer, a locally lost session, the server saying the session is
+// gone (an earlier attempt may have landed before it expired), a server
+// fault or an unknown reason is indeterminate.
 var definite = map[string]bool{
 	raftlock.ReasonInvalidName: true, raftlock.ReasonTTLOutOfRange: true,
-	raftlock.ReasonInvalidArgument: true, raftlock.ReasonSessionNotFound: true,
-	raftlock.ReasonWaitNotFound: true, raftlock.ReasonNotHolder: true,
+	raftlock.ReasonInvalidArgument: true,
+	raftlock.ReasonWaitNotFound:    true, raftlock.ReasonNotHolder: true,
 	raftlock.ReasonStaleToken: true, raftlock.ReasonPermitsMismatch: true,
 	raftlock.ReasonRequestReleased: true, raftlock.ReasonRequestFinished: true,
 	raftlock.ReasonRequestAcknowledged: true, raftlock.ReasonAlreadyHeld: true,
