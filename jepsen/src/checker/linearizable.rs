@@ -237,6 +237,7 @@ pub(crate) fn check(history: &[Op], holds: &Holds) -> CheckResult {
             // Each lock of a granted set is acquired by it, at its times.
             if let Some(done) = p.done.filter(|d| d.kind == Type::Ok) {
                 for (lock, token) in super::multilock::set_grants(done) {
+                    judged.grants += 1;
                     by_lock.entry(lock).or_default().push(Entry {
                         op: Kind::AcquireOk(token),
                         call: p.invoke.time_ns,
