@@ -347,6 +347,14 @@ impl From<&[Op]> for Holds {
                             && q.invoke.lock != hold.lock
                             && set.iter().any(|(l, _)| *l == q.invoke.lock);
                         if other_of_set {
+                            // The same session's release of another lock of
+                            // the set: the deadline it carries is the
+                            // session's lease, and bounds this hold too (a
+                            // holder paused between two releases of its set
+                            // held the rest only until then).
+                            if let Some(v) = q.invoke.valid_until_ns {
+                                hold.lease_deadline = Some(v);
+                            }
                             continue;
                         }
                         if q.invoke.lock != hold.lock || q.invoke.token != Some(token) {

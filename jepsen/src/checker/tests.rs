@@ -9,6 +9,7 @@ use serde_json::json;
 
 mod answers;
 mod semaphores;
+mod sets;
 
 /// Builds histories record by record; times in ms.
 #[derive(Default)]
