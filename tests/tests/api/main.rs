@@ -5,6 +5,7 @@
 mod acquire_all;
 mod cancel;
 mod client;
+mod contract;
 mod exactly_once;
 mod examples;
 mod go_client;

@@ -17,6 +17,8 @@ from typing import Any, Optional
 import grpc
 from google.rpc import error_details_pb2, status_pb2
 
+from raftlock._reasons import CODES as _CODES
+
 #: The ``domain`` of raftlock's ``ErrorInfo``.
 DOMAIN = "raftlock.v1"
 _DETAILS_KEY = "grpc-status-details-bin"
@@ -201,9 +203,33 @@ _BY_REASON: dict[str, type[RaftlockError]] = {
     "INTERNAL": ServerError,
 }
 
-#: Every reason the server sends, for tests and for code that switches on
+#: Every reason the server sends (generated from the server's
+#: ``reasons.proto``), for tests and for code that switches on
 #: ``RaftlockError.reason``.
-REASONS = frozenset(_BY_REASON)
+REASONS = frozenset(_CODES)
+
+# The classes of codes that name a kind of failure, for reasons without a
+# class of their own (one a newer server added, say).
+_BY_CODE: dict[str, type[RaftlockError]] = {
+    "UNAVAILABLE": Unavailable,
+    "INVALID_ARGUMENT": InvalidArgument,
+    "RESOURCE_EXHAUSTED": LimitExceeded,
+    "UNAUTHENTICATED": Unauthenticated,
+    "PERMISSION_DENIED": PermissionDenied,
+}
+
+
+def class_of(reason: str) -> type[RaftlockError]:
+    """The exception class of a refusal with ``reason``: its own, else its
+    code's, else :class:`ServerError`.
+
+    >>> class_of("STALE_TOKEN").__name__
+    'StaleToken'
+    """
+    own = _BY_REASON.get(reason)
+    if own is not None:
+        return own
+    return _BY_CODE.get(_CODES.get(reason, ""), ServerError)
 
 
 def _trailing(e: grpc.RpcError) -> list[tuple[str, Any]]:
@@ -244,7 +270,7 @@ def from_rpc_error(e: grpc.RpcError) -> RaftlockError:
     message = message or str(code)
     reason = reason_of(e)
     if reason is not None:
-        cls = _BY_REASON.get(reason, ServerError)
+        cls = class_of(reason)
         return cls(message, reason, code)
     if code in (
         grpc.StatusCode.UNAVAILABLE,
