@@ -521,3 +521,267 @@ fn only_the_pipeline_proposes_a_clients_command() {
         "// callers never .propose( directly\n#[cfg(test)]\nmod t { fn f() { n.propose(c); } }\n"
     ));
 }
+
+/// The section of `docs/clients.md` that maps every client-facing rpc to
+/// each client's calls for it, and its columns.
+const CLIENTS_TABLE: &str = "## What each client calls";
+const CLIENTS_COLUMNS: [&str; 6] = ["operation", "Rust", "Python", "TypeScript", "Go", "HTTP"];
+/// Services only nodes speak to each other: no client has calls for them.
+const PEER_SERVICES: [&str; 1] = ["Raft"];
+
+/// The rpcs of `proto`'s services other than the peers', as `Service.Rpc`.
+fn client_rpcs(proto: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut service: Option<String> = None;
+    // Braces are counted, not just a `}` looked for: an rpc with a body
+    // (`{ option ...; }`) would otherwise end its service early.
+    let mut depth = 0usize;
+    for line in proto.lines() {
+        let line = line.split("//").next().unwrap_or_default().trim();
+        if depth == 0 {
+            service = line
+                .strip_prefix("service ")
+                .and_then(|rest| rest.split(['{', ' ']).next())
+                .map(str::to_owned);
+        }
+        if let (Some(s), Some(rest)) = (&service, line.strip_prefix("rpc ")) {
+            let rpc = rest.split('(').next().unwrap_or_default().trim();
+            if !PEER_SERVICES.contains(&s.as_str()) {
+                out.insert(format!("{s}.{rpc}"));
+            }
+        }
+        depth += line.matches('{').count();
+        depth = depth.saturating_sub(line.matches('}').count());
+    }
+    out
+}
+
+/// The rows of the table in `md`'s section `heading`, each as its trimmed
+/// cells, the header first; `None` without the section.
+fn table_rows(md: &str, heading: &str) -> Option<Vec<Vec<String>>> {
+    let start = md.lines().position(|l| l.trim_end() == heading)?;
+    let section = md.lines().skip(start + 1);
+    let cells = |l: &str| -> Vec<String> {
+        let l = l.trim();
+        let l = l.strip_prefix('|').unwrap_or(l);
+        let l = l.strip_suffix('|').unwrap_or(l);
+        l.split('|').map(|c| c.trim().to_owned()).collect()
+    };
+    let rule = |row: &Vec<String>| row.concat().chars().all(|c| c == '-' || c == ':');
+    let rows = section.take_while(|l| !l.starts_with("## "));
+    let table = rows.filter(|l| l.trim_start().starts_with('|')).map(cells);
+    Some(table.filter(|row| !rule(row)).collect())
+}
+
+/// The names a cell gives (`` `a`, `b` ``), none for `—`, or what is wrong
+/// with it.
+fn cell_names(cell: &str) -> Result<Vec<String>, String> {
+    if cell == "—" {
+        return Ok(Vec::new());
+    }
+    let name = |part: &str| {
+        part.strip_prefix('`')
+            .and_then(|p| p.strip_suffix('`'))
+            .filter(|n| !n.is_empty() && !n.contains('`'))
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{part:?} is neither `—` nor a name in backticks"))
+    };
+    cell.split(", ").map(name).collect()
+}
+
+/// The gRPC method `routes` (the text of `proto/src/http.rs`) maps `path`
+/// to: the string literal after the path's own.
+fn route_method<'a>(routes: &'a str, path: &str) -> Option<&'a str> {
+    let quoted = format!("\"{path}\"");
+    let after = &routes[routes.find(&quoted)? + quoted.len()..];
+    let method = &after[after.find('"')? + 1..];
+    Some(&method[..method.find('"')?])
+}
+
+/// Everything wrong with the clients table in `table_md` against the rpcs
+/// of `proto`, the calls `defined(column, name)` finds in each client's
+/// sources and the paths of `routes`: every rpc has one row, every row is
+/// an rpc, and every name and path it gives exists and is that rpc's.
+fn clients_table_problems(
+    proto: &str,
+    table_md: &str,
+    defined: &dyn Fn(&str, &str) -> bool,
+    routes: &str,
+) -> Vec<String> {
+    let Some(rows) = table_rows(table_md, CLIENTS_TABLE) else {
+        return vec![format!("no `{CLIENTS_TABLE}` section")];
+    };
+    if rows.first().map(Vec::as_slice) != Some(&CLIENTS_COLUMNS.map(String::from)[..]) {
+        return vec![format!("the table's header is not {CLIENTS_COLUMNS:?}")];
+    }
+    let rpcs = client_rpcs(proto);
+    let mut problems = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (i, row) in rows.iter().enumerate().skip(1) {
+        let op = match cell_names(&row[0]).as_deref() {
+            Ok([op]) if row.len() == CLIENTS_COLUMNS.len() => op.clone(),
+            _ => {
+                problems.push(format!("row {i}: not 6 cells, or no `Service.Rpc` first"));
+                continue;
+            }
+        };
+        if !seen.insert(op.clone()) {
+            problems.push(format!("row `{op}` appears twice"));
+        }
+        if !rpcs.contains(&op) {
+            problems.push(format!("row `{op}` names no client rpc of raftlock.proto"));
+        }
+        for (&column, cell) in CLIENTS_COLUMNS.iter().zip(row).skip(1) {
+            let names = cell_names(cell).unwrap_or_else(|e| {
+                problems.push(format!("row `{op}`, {column}: {e}"));
+                Vec::new()
+            });
+            for name in names {
+                let want = format!("raftlock.v1.{}", op.replacen('.', "/", 1));
+                let problem = match (column, route_method(routes, &name)) {
+                    ("HTTP", None) => format!("`{name}` is not a path of ROUTES"),
+                    ("HTTP", Some(m)) if m != want => format!("`{name}` is `{m}`, not `{want}`"),
+                    ("HTTP", _) => continue,
+                    _ if defined(column, &name) => continue,
+                    _ => format!("`{name}` has no public definition in the {column} client"),
+                };
+                problems.push(format!("row `{op}`, {column}: {problem}"));
+            }
+        }
+    }
+    for rpc in rpcs.difference(&seen) {
+        problems.push(format!("`{rpc}` of raftlock.proto has no row"));
+    }
+    problems
+}
+
+/// Every file under `dir` whose name ends with `suffix`, build outputs and
+/// installed packages left out.
+fn files_ending(dir: &Path, suffix: &str, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let (p, name) = (e.path(), e.file_name().to_string_lossy().into_owned());
+        if p.is_dir() && !matches!(name.as_str(), "target" | "node_modules" | "dist") {
+            files_ending(&p, suffix, out);
+        } else if name.ends_with(suffix) {
+            out.push(p);
+        }
+    }
+}
+
+/// The source texts each client's public calls are defined in, by column.
+fn client_sources() -> BTreeMap<&'static str, Vec<String>> {
+    let root = workspace();
+    let go = root.join("clients/go");
+    // The generated gRPC stubs define every rpc in CamelCase, declaration
+    // files describe Node's APIs, and Go's subpackages and commands are
+    // other APIs than the package's: none is what the client offers.
+    let keep = |column: &str, f: &PathBuf| {
+        let n = f.file_name().unwrap_or_default().to_string_lossy();
+        match column {
+            "Python" => !n.ends_with("_pb2.py") && !n.ends_with("_pb2_grpc.py"),
+            "TypeScript" => !n.ends_with(".d.ts"),
+            "Go" => f.parent() == Some(go.as_path()) && !n.ends_with("_test.go"),
+            _ => true,
+        }
+    };
+    let clients = [
+        ("Rust", "client/src", ".rs"),
+        ("Python", "clients/python/src/raftlock", ".py"),
+        ("TypeScript", "clients/typescript/src", ".ts"),
+        ("Go", "clients/go", ".go"),
+    ];
+    let mut sources = BTreeMap::new();
+    for (column, dir, suffix) in clients {
+        let mut files = Vec::new();
+        files_ending(&root.join(dir), suffix, &mut files);
+        files.retain(|f| keep(column, f));
+        let texts = files
+            .iter()
+            .map(|f| std::fs::read_to_string(f).expect("readable"));
+        // A Rust test module's helpers and a doc comment's example are
+        // not the client's API.
+        let texts = texts.map(|t| if column == "Rust" { code(&t) } else { t });
+        sources.insert(column, texts.collect());
+    }
+    sources
+}
+
+/// Whether `texts`, a client's sources, publicly define `name`: `pub` in
+/// Rust, without a leading underscore in Python, not `private` or `#` in
+/// TypeScript, exported in Go.
+fn defines(column: &str, name: &str, texts: &[String]) -> bool {
+    let n = regex::escape(name);
+    let (pattern, public) = match column {
+        "Rust" => (format!(r"pub (async )?fn {n}\b"), true),
+        "Python" => (format!(r"\bdef {n}\("), !name.starts_with('_')),
+        "TypeScript" => (
+            format!(r"^\s*(public |static |async |export |function |get )*{n}\s*(<.*>)?\("),
+            true,
+        ),
+        "Go" => (
+            format!(r"^func (\([^)]*\) )?{n}\("),
+            name.starts_with(char::is_uppercase),
+        ),
+        _ => return false,
+    };
+    let re = regex::Regex::new(&pattern).expect("a valid pattern");
+    // A TypeScript call statement at a line's start looks like a method's
+    // definition, but ends with `;`.
+    let call = |l: &str| column == "TypeScript" && l.trim_end().ends_with(';');
+    let definition = |l: &str| re.is_match(l) && !call(l);
+    public && texts.iter().flat_map(|t| t.lines()).any(definition)
+}
+
+#[test]
+fn clients_table_names_every_operation_and_only_calls_that_exist() {
+    let read = |rel: &str| std::fs::read_to_string(workspace().join(rel)).expect(rel);
+    let sources = client_sources();
+    for (column, texts) in &sources {
+        assert!(!texts.is_empty(), "no {column} sources: update this test");
+    }
+    let problems = clients_table_problems(
+        &read("proto/proto/raftlock/v1/raftlock.proto"),
+        &read("docs/clients.md"),
+        &|column: &str, name: &str| defines(column, name, &sources[column]),
+        &read("proto/src/http.rs"),
+    );
+    assert!(
+        problems.is_empty(),
+        "docs/clients.md, {CLIENTS_TABLE}:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn clients_table_parser_finds_a_missing_row() {
+    let proto = "service Lock {\n  // rpc Commented(A) returns (B);\n  rpc Acquire(A) returns (B);\n  rpc Release(A) returns (B) {\n    option deprecated = true;\n  }\n}\nmessage A {\n  string name = 1;\n}\nservice Raft {\n  rpc Vote(P) returns (P);\n}\n";
+    let routes = r#"call("/v1/lock/acquire", "raftlock.v1.Lock/Acquire", "AcquireRequest")"#;
+    let defined = |col: &str, name: &str| matches!((col, name), ("Rust", "lock") | ("Go", "Lock"));
+    // The row after the section is not the table's.
+    let doc = |rows: &str| {
+        format!("# Clients\n\n{CLIENTS_TABLE}\n\nIntro.\n\n| operation | Rust | Python | TypeScript | Go | HTTP |\n|---|---|---|---|---|---|\n{rows}\n## Next\n\n| `Lock.Release` | — | — | — | — | — |\n")
+    };
+    let acquire = "| `Lock.Acquire` | `lock` | — | — | `Lock` | `/v1/lock/acquire` |\n";
+    let both = format!("{acquire}| `Lock.Release` | — | — | — | — | — |\n");
+    let problems = |rows: &str| clients_table_problems(proto, &doc(rows), &defined, routes);
+    assert_eq!(problems(&both), Vec::<String>::new());
+    let missing = "`Lock.Release` of raftlock.proto has no row";
+    assert_eq!(problems(acquire), [missing]);
+    // Every kind of mistake, all reported at once.
+    let wrong = "| `Lock.Acquire` | `lok` | lock | — | `Lock` | `/v1/lock/release` |\n| `Raft.Vote` | — | — | — | — | — |\n";
+    let found = problems(wrong);
+    let expected = [
+        "row `Lock.Acquire`, Rust: `lok` has no public definition",
+        "row `Lock.Acquire`, Python: \"lock\" is neither",
+        "row `Lock.Acquire`, HTTP: `/v1/lock/release` is not a path of ROUTES",
+        "row `Raft.Vote` names no client rpc",
+        missing,
+    ];
+    assert_eq!(found.len(), expected.len(), "{found:#?}");
+    for (p, e) in found.iter().zip(expected) {
+        assert!(p.starts_with(e), "{p:?} does not start with {e:?}");
+    }
+}
