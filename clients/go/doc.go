@@ -1,7 +1,8 @@
 // Package raftlock is the Go client of raftlock, a Raft-replicated lock
 // server: sessions kept alive in the background, mutexes with fencing
 // tokens and a server-side FIFO queue, shared locks and counting
-// semaphores, leader election, and rate limits. It speaks the server's
+// semaphores, sets of locks taken together, watches of lock changes,
+// leader election, and rate limits. It speaks the server's
 // HTTP/JSON API and uses only the standard library.
 //
 // The shapes follow etcd's clientv3/concurrency (NewSession, NewMutex,

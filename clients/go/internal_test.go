@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -152,4 +153,72 @@ func TestWaitLongerThanOneTurnIsWaitedInTurns(t *testing.T) {
 		t.Fatalf("granted in the second turn: %v", err)
 	}
 	_ = w.Unlock(ctx)
+}
+
+// A listing longer than a page is read to its end, in creation order.
+func TestListSessionsReadsEveryPage(t *testing.T) {
+	defer func(n uint32) { sessionPage = n }(sessionPage)
+	sessionPage = 2
+	cl, err := FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := "pager-" + time.Now().Format("150405.000000000")
+	var want []uint64
+	for i := 0; i < 5; i++ {
+		s, err := cl.NewSession(ctx, WithClientName(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, s.ID())
+	}
+	listed, err := cl.ListSessions(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	for _, s := range listed {
+		got = append(got, s.ID)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("listed %v in pages of 2, want %v", got, want)
+	}
+}
+
+// A set waited for longer than one turn of the server's maximum wait is
+// waited in turns too.
+func TestLockAllLongerThanOneTurnIsWaitedInTurns(t *testing.T) {
+	defer setMaxWait(setMaxWait(700 * time.Millisecond))
+	cl, err := FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hs, err := cl.NewSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := cl.NewSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := NewMutex(hs, "turnset/b")
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(1200*time.Millisecond, func() { _ = holder.Unlock(ctx) })
+	start := time.Now()
+	set, err := ws.LockAll(ctx, []string{"turnset/a", "turnset/b"}, WithWait(3*time.Second))
+	if err != nil {
+		t.Fatalf("granted in the second turn: %v", err)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Fatalf("granted after %v, before the holder released", took)
+	}
+	_ = set.Unlock(ctx)
 }

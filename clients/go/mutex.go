@@ -119,12 +119,23 @@ func (m *Mutex) Session() *Session { return m.s }
 // context.DeadlineExceeded. Without a deadline Lock waits in turns of
 // MaxWait for as long as the session lives.
 func (m *Mutex) Lock(ctx context.Context) error {
+	return waitInTurns(ctx, m.s, m.o.wait, func(ctx context.Context, turn *time.Duration) error {
+		return m.acquire(ctx, turn)
+	})
+}
+
+// waitInTurns runs attempt, one wait on the server of at most the turn it
+// is given, until it ends otherwise than by a full turn running out: the
+// server bounds each wait by its --max-wait-ms, so a longer one (or one
+// bounded by the context alone) is waited as several. wait > 0 bounds the
+// whole wait (the server's verdict then ends it); 0 leaves it to ctx.
+func waitInTurns(ctx context.Context, s *Session, wait time.Duration, attempt func(ctx context.Context, turn *time.Duration) error) error {
 	var end time.Time
-	if m.o.wait > 0 {
-		end = time.Now().Add(m.o.wait)
+	if wait > 0 {
+		end = time.Now().Add(wait)
 		var cancel context.CancelFunc
 		// A little past the server's wait, so that its verdict arrives first.
-		ctx, cancel = context.WithTimeout(ctx, m.o.wait+m.s.cl.cfg.RequestTimeout)
+		ctx, cancel = context.WithTimeout(ctx, wait+s.cl.cfg.RequestTimeout)
 		defer cancel()
 	}
 	for {
@@ -143,14 +154,14 @@ func (m *Mutex) Lock(ctx context.Context) error {
 		if turn < 0 {
 			turn = 0
 		}
-		err := m.acquire(ctx, &turn)
+		err := attempt(ctx, &turn)
 		if err == nil {
 			return nil
 		}
 		// Only a full turn ends short of what was asked; a shorter one was
 		// the last.
 		more := end.IsZero() || time.Until(end) > time.Millisecond
-		if isReason(err, ReasonWaitTimedOut) && turn == max && more && ctx.Err() == nil && m.s.Valid() {
+		if isReason(err, ReasonWaitTimedOut) && turn == max && more && ctx.Err() == nil && s.Valid() {
 			continue
 		}
 		return err
@@ -293,29 +304,41 @@ func undecided(ctx context.Context, err error) bool {
 // finds nothing may have overtaken its acquire on the way to the leader,
 // so one more is sent a little later.
 func cancelWaitSoon(s *Session, name string, requestID []byte) {
-	if !s.Valid() {
+	cancelWaitsSoon(s, []string{name}, requestID)
+}
+
+// cancelWaitsSoon is cancelWaitSoon for a lock set: the server cancels (or
+// releases) a whole set by any one of its names, but every name of it
+// stays busy for the session until the cancellation ends.
+func cancelWaitsSoon(s *Session, names []string, requestID []byte) {
+	if !s.Valid() || len(names) == 0 {
 		return
 	}
+	name := names[0]
 	ended := make(chan struct{})
 	s.mu.Lock()
 	if s.cancelling == nil {
 		s.cancelling = map[string][]chan struct{}{}
 	}
-	s.cancelling[name] = append(s.cancelling[name], ended)
+	for _, n := range names {
+		s.cancelling[n] = append(s.cancelling[n], ended)
+	}
 	s.mu.Unlock()
 	go func() {
 		defer func() {
 			s.mu.Lock()
-			left := s.cancelling[name][:0]
-			for _, c := range s.cancelling[name] {
-				if c != ended {
-					left = append(left, c)
+			for _, n := range names {
+				left := s.cancelling[n][:0]
+				for _, c := range s.cancelling[n] {
+					if c != ended {
+						left = append(left, c)
+					}
 				}
-			}
-			if len(left) == 0 {
-				delete(s.cancelling, name)
-			} else {
-				s.cancelling[name] = left
+				if len(left) == 0 {
+					delete(s.cancelling, n)
+				} else {
+					s.cancelling[n] = left
+				}
 			}
 			s.mu.Unlock()
 			close(ended)
