@@ -13,6 +13,7 @@ import { LeaseState, RateLimit, RateLimitOptions, giveBackQuietly } from "./rate
 import { Session } from "./session";
 import { ClientOptions, Cluster, ResolvedOptions } from "./transport";
 import { now } from "./time";
+import { Watch, WatchOptions } from "./watch";
 
 /**
  * A queued acquisition, as `describe` shows it.
@@ -167,6 +168,53 @@ export interface ClusterStatus {
 }
 
 /**
+ * A live session as an operator sees it: who created it, from where, what
+ * it holds and waits for, and how long it has left.
+ *
+ * @example
+ * ```ts
+ * for (const s of await client.sessions("billing-")) {
+ *   console.log(`${s.sessionId} ${s.clientName} pid ${s.pid}@${s.host} holds ${s.held.join(", ")}`);
+ * }
+ * ```
+ */
+export interface SessionInfo {
+  /** Session id. */
+  readonly sessionId: bigint;
+  /** The name the client gave itself. */
+  readonly clientName: string;
+  /** The authenticated identity that created it; empty without auth. */
+  readonly identity: string;
+  /** Host name the client reported; empty if it did not. */
+  readonly host: string;
+  /** Process id the client reported; 0 if it did not. */
+  readonly pid: number;
+  /** Creation time (leader's wall clock, Unix ms). */
+  readonly createdAtMs: number;
+  /** Time to live without keep-alives, ms. */
+  readonly ttlMs: number;
+  /** Time left before the leader expires it without a keep-alive, when the answer was made, ms. */
+  readonly expiresInMs: number;
+  /** Locks it holds, by name. */
+  readonly held: string[];
+  /** Locks it waits for, by name. */
+  readonly waiting: string[];
+}
+
+interface SessionInfoJson {
+  sessionId?: string;
+  clientName?: string;
+  identity?: string;
+  host?: string;
+  pid?: number;
+  createdAtMs?: string;
+  ttlMs?: string;
+  expiresInMs?: string;
+  held?: string[];
+  waiting?: string[];
+}
+
+/**
  * How to create a session.
  *
  * @example
@@ -256,8 +304,9 @@ function optionsFromEnv(env: Readonly<Record<string, string | undefined>>): { en
 export class Client {
   /** @internal */
   readonly cluster: Cluster;
-  private readonly sessions = new Set<Session>();
+  private readonly liveSessions = new Set<Session>();
   private readonly observations = new Set<Observation>();
+  private readonly watches = new Set<Watch>();
   private readonly tokenLeases = new Set<LeaseState>();
   private closed = false;
 
@@ -358,7 +407,7 @@ export class Client {
     if (this.closed) {
       s.abandon(new ClientClosed("the client is closed", { code: "CANCELLED" }));
     } else {
-      this.sessions.add(s);
+      this.liveSessions.add(s);
     }
     return s;
   }
@@ -474,6 +523,53 @@ export class Client {
   }
 
   /**
+   * Live sessions whose client names start with `clientNamePrefix`, in id
+   * (creation) order, every page (a linearizable read on the leader): who
+   * holds and waits for what, from where, and for how much longer. With
+   * authentication on, an identity that may not read every lock sees only
+   * its own sessions. `pageSize` (1 to 1 000, default 1 000) is how many
+   * each call to the server returns.
+   *
+   * @example
+   * ```ts
+   * for (const s of await client.sessions("billing-")) {
+   *   console.log(`${s.sessionId} ${s.clientName}: holds ${s.held.join(", ")}, ${s.expiresInMs} ms left`);
+   * }
+   * ```
+   */
+  async sessions(clientNamePrefix = "", options: { pageSize?: number } = {}): Promise<SessionInfo[]> {
+    this.checkOpen();
+    const limit = options.pageSize ?? 1000;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+      throw new InvalidArgument(`pageSize must be a whole number from 1 to 1000, got ${limit}`, { code: "INVALID_ARGUMENT", reason: "INVALID_ARGUMENT" });
+    }
+    const out: SessionInfo[] = [];
+    let pageToken = 0n;
+    for (;;) {
+      const token = pageToken;
+      const r = await this.cluster.call<{ sessions?: SessionInfoJson[]; nextPageToken?: string }>("/v1/session/list", () => ({
+        body: { clientNamePrefix, pageToken: String(token), limit },
+      }));
+      for (const s of r.sessions ?? []) {
+        out.push({
+          sessionId: u64(s.sessionId),
+          clientName: s.clientName ?? "",
+          identity: s.identity ?? "",
+          host: s.host ?? "",
+          pid: num(s.pid),
+          createdAtMs: num(s.createdAtMs),
+          ttlMs: num(s.ttlMs),
+          expiresInMs: num(s.expiresInMs),
+          held: s.held ?? [],
+          waiting: s.waiting ?? [],
+        });
+      }
+      pageToken = u64(r.nextPageToken);
+      if (pageToken === 0n) return out;
+    }
+  }
+
+  /**
    * Whether `token` belongs to a current holder of lock `name` (a
    * linearizable read; what a protected resource asks when it cannot keep
    * the highest token itself).
@@ -572,6 +668,27 @@ export class Client {
   }
 
   /**
+   * Watches the locks whose names start with `prefix`: every grant,
+   * handoff, release, expiry and force-release from now on (or after
+   * `afterIndex`), one batch per applied command, through reconnects and
+   * failovers (see {@link Watch}). Nothing is sent until it is iterated.
+   *
+   * @example
+   * ```ts
+   * const stop = new AbortController();
+   * for await (const batch of client.watch("deploy/", { signal: stop.signal })) {
+   *   for (const e of batch.events) console.log(`${e.kind} ${e.name} by session ${e.sessionId} (token ${e.token})`);
+   * }
+   * ```
+   */
+  watch(prefix = "", options: WatchOptions = {}): Watch {
+    this.checkOpen();
+    const w = new Watch(this.cluster, prefix, options, (x) => this.watches.delete(x));
+    if (!options.signal?.aborted) this.watches.add(w);
+    return w;
+  }
+
+  /**
    * The rate limit `name`: `rate` tokens per `perMs` (default a second),
    * at most `burst` at once (default 1). With a rate, takes create the
    * limit with these parameters on first use (an existing limit with
@@ -604,7 +721,8 @@ export class Client {
     if (this.closed) return;
     this.closed = true;
     for (const o of [...this.observations]) o.close();
-    const sessions = [...this.sessions];
+    for (const w of [...this.watches]) w.close();
+    const sessions = [...this.liveSessions];
     const deadlineMs = Math.min(this.options.deadlineMs, 5_000);
     await Promise.all([
       ...sessions.map((s) => s.close({ deadlineMs }).catch(() => undefined)),
@@ -625,7 +743,7 @@ export class Client {
 
   /** @internal A session stopped being kept alive. */
   forgetSession(s: Session): void {
-    this.sessions.delete(s);
+    this.liveSessions.delete(s);
   }
 
   private checkOpen(): void {

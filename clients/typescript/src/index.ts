@@ -6,6 +6,8 @@
  * - {@link Session}: a lease kept alive in the background, valid only until
  *   (send time of the last acknowledged keep-alive) + TTL − {@link safetyMargin}.
  * - {@link LockGuard}: a held lock with its fencing token, `valid`, `lost`.
+ * - {@link LockSet}: several locks granted together ({@link Session.lockAll}).
+ * - {@link Watch}: every change of lock holders under a prefix ({@link Client.watch}).
  * - {@link Leadership} and {@link Observation}: leader election.
  * - {@link withLock}: acquire, run, release.
  * - {@link RateLimit} and {@link TokenLease}: rate limits kept by the cluster.
@@ -25,7 +27,7 @@
  */
 
 export { Client } from "./client";
-export type { ClusterStatus, ForceReleased, LockInfo, LockSummary, Member, SessionOptions, Validation, WaiterInfo } from "./client";
+export type { ClusterStatus, ForceReleased, LockInfo, LockSummary, Member, SessionInfo, SessionOptions, Validation, WaiterInfo } from "./client";
 export type { Grant, LockMode } from "./codec";
 export { Leadership, Observation } from "./election";
 export type { CampaignOptions } from "./election";
@@ -71,7 +73,11 @@ export type { WithLockOptions } from "./helpers";
 export { safetyMargin } from "./lease";
 export { LockGuard, MAX_WAIT_MS } from "./lock";
 export type { LockOptions } from "./lock";
+export { LockSet } from "./lockall";
+export type { LockAllOptions } from "./lockall";
 export { RateLimit, TokenLease } from "./ratelimit";
 export type { Admission, LimitInfo, RateLimitOptions, TakeOptions } from "./ratelimit";
 export { Session } from "./session";
 export type { CallInfo, ClientOptions, Interceptor, TlsOptions } from "./transport";
+export { Watch } from "./watch";
+export type { LockEvent, LockEventKind, WatchBatch, WatchOptions } from "./watch";

@@ -278,10 +278,15 @@ function checkOptions(o: LockOptions): void {
 /**
  * @internal Cancels a wait its caller gave up on, in the background: the
  * server would see the closed connection too, but this is sooner, and
- * reaches the leader even if the wait went through another node.
+ * reaches the leader even if the wait went through another node. A set's
+ * wait (several `names`) is cancelled through its first name, which
+ * cancels the whole set; every name waits for the cancel before it is
+ * acquired again.
  */
-export function cancelWaitSoon(s: Session, name: string, requestId: string): void {
-  if (!s.valid) return;
+export function cancelWaitSoon(s: Session, names: string | readonly string[], requestId: string): void {
+  const all = typeof names === "string" ? [names] : names;
+  const name = all[0];
+  if (!s.valid || name === undefined) return;
   const cancel = s.cluster
     .call("/v1/lock/cancel-wait", () => ({ body: { sessionId: String(s.id), name, requestId } }))
     .then(
@@ -293,18 +298,20 @@ export function cancelWaitSoon(s: Session, name: string, requestId: string): voi
     byName = new Map();
     cancelling.set(s, byName);
   }
-  let pending = byName.get(name);
-  if (!pending) {
-    pending = new Set();
-    byName.set(name, pending);
-  }
-  const set = pending;
   const map = byName;
-  set.add(cancel);
-  void cancel.then(() => {
-    set.delete(cancel);
-    if (set.size === 0 && map.get(name) === set) map.delete(name);
-  });
+  for (const n of all) {
+    let pending = map.get(n);
+    if (!pending) {
+      pending = new Set();
+      map.set(n, pending);
+    }
+    const set = pending;
+    set.add(cancel);
+    void cancel.then(() => {
+      set.delete(cancel);
+      if (set.size === 0 && map.get(n) === set) map.delete(n);
+    });
+  }
 }
 
 /** Each session's abandoned waits whose cancel is still on its way, by lock name. */

@@ -6,6 +6,7 @@
 
 import type { Client } from "./client";
 import { LockGuard, LockOptions, acquire } from "./lock";
+import { LockAllOptions, LockSet, acquireAll } from "./lockall";
 import { Leadership, CampaignOptions, campaign } from "./election";
 import { Lease } from "./lease";
 import { PermissionDenied, RaftlockError, SessionGone, SessionLost, Unauthenticated } from "./errors";
@@ -182,6 +183,48 @@ export class Session {
    */
   tryLock(name: string, options: Omit<LockOptions, "timeoutMs"> = {}): Promise<LockGuard | null> {
     return acquire(this, name, options, false);
+  }
+
+  /**
+   * Acquires every lock of `names` (2 to 64, any order, repeats count
+   * once) exclusively and together: the cluster grants the whole set in
+   * one log entry, or none of it. A set that must wait queues on all of
+   * its locks at once and is granted when it is first in every queue and
+   * every lock is free, so callers that need overlapping sets never
+   * deadlock. Waits up to `timeoutMs` (as {@link Session.lock}), then
+   * throws {@link WaitTimedOut} with no waiter left behind. The set is
+   * numbered in the session's exactly-once sequence and retried with one
+   * request id; an aborted `signal` takes it out of every queue.
+   *
+   * @example
+   * ```ts
+   * const both = await session.lockAll(["accounts/17", "accounts/42"], { timeoutMs: 5_000 });
+   * try {
+   *   await transfer(both.tokens);
+   * } finally {
+   *   await both.release();
+   * }
+   * ```
+   */
+  lockAll(names: readonly string[], options: LockAllOptions = {}): Promise<LockSet> {
+    return acquireAll(this, names, options, true) as Promise<LockSet>;
+  }
+
+  /**
+   * Takes every lock of `names` together if all are free now (and nobody
+   * queues for any, and none is in lock-delay): the set, or `null`, with
+   * none of them taken. A busy lock is an ordinary outcome here, not an
+   * error.
+   *
+   * @example
+   * ```ts
+   * const both = await session.tryLockAll(["printers/a", "printers/b"]);
+   * if (both === null) console.log("one of them is busy");
+   * else await both.release();
+   * ```
+   */
+  tryLockAll(names: readonly string[], options: Omit<LockAllOptions, "timeoutMs"> = {}): Promise<LockSet | null> {
+    return acquireAll(this, names, options, false);
   }
 
   /**

@@ -501,10 +501,12 @@ export class Cluster {
    * Opens a streaming call at `addr`: resolves once the answer's headers
    * say it streams, rejects with the typed refusal otherwise. The node is
    * watched while the stream is open; a dead node ends the stream with an
-   * error.
+   * error. An aborted `signal` hangs up, and rejects an opening still on
+   * its way with the signal's reason.
    */
-  openStream(addr: string, path: string, body: unknown): Promise<OpenStream> {
+  openStream(addr: string, path: string, body: unknown, signal?: AbortSignal): Promise<OpenStream> {
     if (this.closed) return Promise.reject(new ClientClosed("the client is closed", { code: "CANCELLED" }));
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
     return new Promise((resolve, reject) => {
       const payload = JSON.stringify(body);
       let req: http.ClientRequest;
@@ -520,8 +522,14 @@ export class Cluster {
       const cancel = (): void => {
         clearTimeout(timer);
         unwatch();
+        signal?.removeEventListener("abort", onAbort);
         req.destroy();
       };
+      const onAbort = (): void => {
+        cancel();
+        if (!opened) reject(abortReason(signal as AbortSignal));
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
       req.on("error", (e) => {
         cancel();
         if (!opened) reject(transportError(addr, e, true));
@@ -533,7 +541,10 @@ export class Cluster {
           opened = true;
           // Strings, decoded across chunk boundaries (a character may be split).
           res.setEncoding("utf8");
-          res.on("close", () => unwatch());
+          res.on("close", () => {
+            unwatch();
+            signal?.removeEventListener("abort", onAbort);
+          });
           resolve({ res, cancel });
           return;
         }
