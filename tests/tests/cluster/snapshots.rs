@@ -53,10 +53,14 @@ async fn a_lagging_follower_killed_while_snapshots_are_built_and_installed_recov
         // build, and a node killed before it serves tests nothing.
         let serving = std::time::Instant::now() + Duration::from_secs(20);
         while client.node_status(&addr).await.is_err() {
-            assert!(
-                std::time::Instant::now() < serving,
-                "node {lagging} does not serve"
-            );
+            if std::time::Instant::now() >= serving {
+                let log = cluster.log_of(lagging);
+                let tail: Vec<&str> = log.lines().rev().take(40).collect();
+                panic!(
+                    "node {lagging} does not serve; the end of its log:\n{}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                );
+            }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         // Killed at a different point of its catch-up each round: while it
