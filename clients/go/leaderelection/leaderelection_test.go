@@ -434,8 +434,10 @@ func TestGetLeaderWithoutOnNewLeader(t *testing.T) {
 	go func() { le.Run(ctx); close(ran) }()
 	select {
 	case <-started:
+	case <-ran:
+		t.Fatalf("Run returned without leading: %v", le.Err())
 	case <-time.After(20 * time.Second):
-		t.Fatal("never led")
+		t.Fatalf("never led (leader seen: %q); logs:\n%s", le.GetLeader(), c.Logs())
 	}
 	if !le.IsLeader() {
 		t.Fatal("IsLeader false while leading")
