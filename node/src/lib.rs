@@ -26,6 +26,7 @@ pub mod limits;
 pub mod locks;
 pub mod ops;
 pub mod raft;
+pub mod replica;
 pub mod server;
 pub mod tls;
 pub mod wire;

@@ -17,6 +17,7 @@ use tonic::{Request, Response, Status};
 use tracing::Instrument;
 
 /// Serves cluster status and membership changes.
+#[derive(Clone)]
 pub struct ClusterService {
     node: Arc<Node>,
 }
@@ -25,6 +26,11 @@ impl ClusterService {
     /// Serves `node`.
     pub fn new(node: Arc<Node>) -> Self {
         ClusterService { node }
+    }
+
+    /// This node's view of the cluster (see [`status_of`]).
+    pub async fn status(&self, want_counts: bool) -> Result<StatusResponse, NodeError> {
+        status_of(&self.node, want_counts).await
     }
 }
 

@@ -1,6 +1,7 @@
 //! The Election service over gRPC: convert, call [`Locks`], convert back.
 
 use crate::auth::caller;
+use crate::limits::ConnectionCounts;
 use crate::locks::Locks;
 use crate::wire::call;
 use crate::wire::convert::grant;
@@ -8,17 +9,19 @@ use futures::{Stream, StreamExt};
 use raftlock_proto::v1::election_server::Election as ElectionApi;
 use raftlock_proto::v1::*;
 use std::pin::Pin;
+use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
 /// Serves elections.
 pub struct ElectionService {
     locks: Locks,
+    connections: Arc<ConnectionCounts>,
 }
 
 impl ElectionService {
     /// Serves the elections of `locks` over gRPC.
-    pub fn new(locks: Locks) -> Self {
-        ElectionService { locks }
+    pub fn new(locks: Locks, connections: Arc<ConnectionCounts>) -> Self {
+        ElectionService { locks, connections }
     }
 }
 
@@ -74,8 +77,11 @@ impl ElectionApi for ElectionService {
         req: Request<LeaderRequest>,
     ) -> Result<Response<Self::ObserveStream>, Status> {
         let caller = crate::auth::stream_caller(&req)?;
-        let node = self.locks.node();
-        let slot = super::stream_slot(node.as_ref(), req.extensions())?;
+        let slot = super::stream_slot(
+            &self.connections,
+            self.locks.replica().limits(),
+            req.extensions(),
+        )?;
         let name = req.into_inner().name;
         let changes = self.locks.observe(caller.opened(), name.clone()).await?;
         // Each change goes to the identity as it stands now (see watch).

@@ -2,6 +2,7 @@
 //! Pipeline stream carries many acquires and releases on one HTTP/2 stream.
 
 use crate::auth::{caller, stream_caller, Access, Caller, StreamCaller};
+use crate::limits::ConnectionCounts;
 use crate::locks::Locks;
 use crate::wire::call;
 use crate::wire::convert::{describe_response, summary, watch_response};
@@ -19,12 +20,13 @@ use tonic::{Request, Response, Status, Streaming};
 #[derive(Clone)]
 pub struct LockService {
     locks: Locks,
+    connections: Arc<ConnectionCounts>,
 }
 
 impl LockService {
     /// Serves `locks` over gRPC.
-    pub fn new(locks: Locks) -> Self {
-        LockService { locks }
+    pub fn new(locks: Locks, connections: Arc<ConnectionCounts>) -> Self {
+        LockService { locks, connections }
     }
 
     /// One Acquire, unary or pipelined.
@@ -121,7 +123,7 @@ fn refusal(id: u64, s: &Status) -> PipelineResponse {
 
 /// A Pipeline stream's state between answers.
 struct Pipeline {
-    node: Arc<crate::raft::node::Node>,
+    connections: Arc<ConnectionCounts>,
     addr: Option<std::net::SocketAddr>,
     stopping: tokio::sync::watch::Receiver<bool>,
     inbound: Streaming<PipelineRequest>,
@@ -155,7 +157,7 @@ impl Pipeline {
                 // (a call cut short is retried under its request id).
                 _ = async { drop(self.stopping.wait_for(|s| *s).await) } => {
                     self.ended = true;
-                    return Some(Err(self.service.locks.node().not_leader().into()));
+                    return Some(Err(self.service.locks.replica().not_leader().into()));
                 }
             };
             let req = match msg {
@@ -182,11 +184,14 @@ impl Pipeline {
             // Each call holds one of its connection's request slots, as a
             // unary call does, so a stream cannot pin more work.
             let slot = match self.addr {
-                Some(a) => match self
-                    .node
-                    .connections()
-                    .request(a, self.node.limits().max_concurrent_requests_per_connection)
-                {
+                Some(a) => match self.connections.request(
+                    a,
+                    self.service
+                        .locks
+                        .replica()
+                        .limits()
+                        .max_concurrent_requests_per_connection,
+                ) {
                     Ok(slot) => Some(slot),
                     Err(e) => return Some(Ok(refusal(id, &e))),
                 },
@@ -247,8 +252,11 @@ impl LockApi for LockService {
         req: Request<WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
         let caller = stream_caller(&req)?;
-        let node = self.locks.node();
-        let slot = super::stream_slot(node.as_ref(), req.extensions())?;
+        let slot = super::stream_slot(
+            &self.connections,
+            self.locks.replica().limits(),
+            req.extensions(),
+        )?;
         let r = req.into_inner();
         let events = self
             .locks
@@ -280,9 +288,9 @@ impl LockApi for LockService {
         let caller = stream_caller(&req)?;
         caller.opened().check_any(Access::Lock)?;
         let pipeline = Pipeline {
-            node: self.locks.node().clone(),
+            connections: self.connections.clone(),
             addr: crate::limits::remote_addr(req.extensions()),
-            stopping: self.locks.node().stopping(),
+            stopping: self.locks.replica().stopping(),
             inbound: req.into_inner(),
             service: Arc::new(self.clone()),
             caller,

@@ -19,14 +19,12 @@ use tonic::Status;
 /// client cannot pin unbounded server tasks. `None` where the transport
 /// names no peer address (nothing to count against).
 pub fn stream_slot(
-    node: &crate::raft::node::Node,
+    connections: &std::sync::Arc<crate::limits::ConnectionCounts>,
+    limits: &crate::limits::Limits,
     ext: &http::Extensions,
 ) -> Result<Option<crate::limits::Slot>, tonic::Status> {
     crate::limits::remote_addr(ext)
-        .map(|addr| {
-            node.connections()
-                .stream(addr, node.limits().max_keepalive_streams_per_connection)
-        })
+        .map(|addr| connections.stream(addr, limits.max_keepalive_streams_per_connection))
         .transpose()
 }
 

@@ -2,24 +2,27 @@
 //! writes), close.
 
 use crate::auth::{caller, Access};
+use crate::limits::ConnectionCounts;
 use crate::locks::{stream_from_task, KeepAlive, Locks};
 use crate::wire::{call, Call};
 use futures::Stream;
 use raftlock_proto::v1::session_server::Session as SessionApi;
 use raftlock_proto::v1::*;
 use std::pin::Pin;
+use std::sync::Arc;
 use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status, Streaming};
 
 /// Serves sessions.
 pub struct SessionService {
     locks: Locks,
+    connections: Arc<ConnectionCounts>,
 }
 
 impl SessionService {
     /// Serves the sessions of `locks` over gRPC.
-    pub fn new(locks: Locks) -> Self {
-        SessionService { locks }
+    pub fn new(locks: Locks, connections: Arc<ConnectionCounts>) -> Self {
+        SessionService { locks, connections }
     }
 }
 
@@ -63,11 +66,11 @@ impl SessionApi for SessionService {
     ) -> Result<Response<Self::KeepAliveStream>, Status> {
         let stream_caller = crate::auth::stream_caller(&req)?;
         stream_caller.opened().check_any(Access::Lock)?;
-        let node = self.locks.node().clone();
-        let slot = super::stream_slot(node.as_ref(), req.extensions())?;
+        let replica = self.locks.replica().clone();
+        let slot = super::stream_slot(&self.connections, replica.limits(), req.extensions())?;
         let mut inbound = req.into_inner();
         let locks = self.locks.clone();
-        let mut stopping = node.stopping();
+        let mut stopping = replica.stopping();
         let out = stream_from_task(move |tx| async move {
             let _slot = slot;
             loop {
@@ -77,7 +80,7 @@ impl SessionApi for SessionService {
                     // point the client at the successor now rather than
                     // let its renewals stall until the listener closes.
                     _ = async { drop(stopping.wait_for(|s| *s).await) } => {
-                        let _ = tx.send(Err(node.not_leader().into())).await;
+                        let _ = tx.send(Err(replica.not_leader().into())).await;
                         return;
                     }
                 };

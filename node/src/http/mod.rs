@@ -39,13 +39,24 @@ use std::sync::Arc;
 #[derive(Clone)]
 struct Api {
     locks: Locks,
+    /// The cluster's status, which is Raft's view.
+    cluster: crate::grpc::cluster::ClusterService,
     auth: SharedAuth,
 }
 
 /// The HTTP API's routes, for the client port's router. Bodies above
 /// `max_body` bytes are refused with 413.
-pub fn router(locks: Locks, auth: SharedAuth, max_body: usize) -> Router {
-    let api = Api { locks, auth };
+pub fn router(
+    locks: Locks,
+    cluster: crate::grpc::cluster::ClusterService,
+    auth: SharedAuth,
+    max_body: usize,
+) -> Router {
+    let api = Api {
+        locks,
+        cluster,
+        auth,
+    };
     Router::new()
         .route("/v1/session/create", post(create_session))
         .route("/v1/session/keepalive", post(keep_alive))
@@ -412,7 +423,7 @@ where
 async fn status(State(api): State<Api>, c: Call<pb::StatusRequest>) -> Answer {
     // Any authenticated caller may read it, as over gRPC.
     let _ = c.caller;
-    let s = crate::grpc::cluster::status_of(api.locks.node(), c.body.linearizable_counts).await?;
+    let s = api.cluster.status(c.body.linearizable_counts).await?;
     Ok(json(&s))
 }
 

@@ -6,14 +6,14 @@
 use super::{stream_from_task, Locks};
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
-use crate::raft::node::Node;
+use crate::replica::Replica;
 use futures::Stream;
 use raftlock_store::machine::{validate, Grant, Mode};
 use raftlock_store::state_machine::Change;
 use tokio::sync::broadcast::error::RecvError;
 use tracing::Instrument;
 
-fn leader_of(node: &Node, name: &str) -> Option<Grant> {
+fn leader_of(node: &dyn Replica, name: &str) -> Option<Grant> {
     node.state()
         .read()
         .machine
@@ -28,13 +28,13 @@ impl Locks {
     pub async fn leader(&self, caller: &Caller, name: &str) -> Result<Option<Grant>, NodeError> {
         validate::name(name)?;
         caller.check(Access::Read, name)?;
-        self.node
+        self.replica
             .linearizable()
             .instrument(
-                tracing::debug_span!("election.leader", node = self.node.id(), lock = %name),
+                tracing::debug_span!("election.leader", node = self.replica.id(), lock = %name),
             )
             .await?;
-        Ok(leader_of(&self.node, name))
+        Ok(leader_of(self.replica.as_ref(), name))
     }
 
     /// The leader of election `name` now and at every change. The stream
@@ -49,20 +49,20 @@ impl Locks {
     {
         validate::name(&name)?;
         caller.check(Access::Read, &name)?;
-        self.node
+        self.replica
             .linearizable()
             .instrument(
-                tracing::debug_span!("election.observe", node = self.node.id(), lock = %name),
+                tracing::debug_span!("election.observe", node = self.replica.id(), lock = %name),
             )
             .await?;
-        let node = self.node.clone();
+        let node = self.replica.clone();
         let mut changes = node.state().subscribe();
-        let mut metrics = node.metrics();
+        let mut roles = node.roles();
         let mut stopping = node.stopping();
         Ok(stream_from_task(move |tx| async move {
             let mut last: Option<Option<Grant>> = None;
             loop {
-                let current = leader_of(&node, &name);
+                let current = leader_of(node.as_ref(), &name);
                 if last.as_ref() != Some(&current) {
                     if tx.send(Ok(current.clone())).await.is_err() {
                         return;
@@ -88,9 +88,8 @@ impl Locks {
                             Err(RecvError::Lagged(_)) => break false,
                             Err(RecvError::Closed) => return,
                         },
-                        r = metrics.changed() => {
-                            let leading = metrics.borrow().state == openraft::ServerState::Leader;
-                            if r.is_err() || !leading {
+                        r = roles.changed() => {
+                            if r.is_err() || !roles.borrow().leading {
                                 break true;
                             }
                         }

@@ -13,6 +13,8 @@
 //! per-connection slots, stream plumbing.
 
 mod elections;
+#[cfg(test)]
+pub mod fake;
 pub mod lease;
 pub mod ops;
 pub mod pipeline;
@@ -41,7 +43,7 @@ pub use pipeline::Operation;
 pub use reads::{Description, ListPage, SessionPage, SessionQuery, SessionView};
 
 use crate::error::NodeError;
-use crate::raft::node::Node;
+use crate::replica::Replica;
 use lease::LeaseDriver;
 use raftlock_store::machine::SessionId;
 use std::sync::Arc;
@@ -51,7 +53,7 @@ use waits::Waits;
 /// The lock, session and election service of one node.
 #[derive(Clone)]
 pub struct Locks {
-    node: Arc<Node>,
+    replica: Arc<dyn Replica>,
     waits: Arc<Waits>,
     leases: Arc<LeaseDriver>,
     watches: Arc<watch::WatchHub>,
@@ -59,21 +61,21 @@ pub struct Locks {
 }
 
 impl Locks {
-    /// Starts the lock service on `node`: what the state machine applies
+    /// Starts the lock service on `replica`: what the state machine applies
     /// wakes the waits it settles ([`Waits`]) and tells the lease driver
     /// of new sessions and grants ([`LeaseDriver`]), which then runs on
     /// the leader; watchers are fed from the last `watch_history` events.
-    pub fn start(node: Arc<Node>, watch_history: usize) -> Self {
-        let state = node.state().clone();
+    pub fn start(replica: Arc<dyn Replica>, watch_history: usize) -> Self {
+        let state = replica.state().clone();
         let waits = Arc::new(Waits::default());
         {
             let waits = waits.clone();
             state.observe(move |batch| waits.on_changes(batch));
         }
-        let leases = LeaseDriver::new(node.clone());
+        let leases = LeaseDriver::new(replica.clone());
         {
             // Weak: the state (through its observers) must not keep the
-            // driver, and with it the node, alive.
+            // driver, and with it the replica, alive.
             let leases = Arc::downgrade(&leases);
             state.observe(move |batch| {
                 if let Some(leases) = leases.upgrade() {
@@ -84,7 +86,7 @@ impl Locks {
         tokio::spawn(leases.clone().run());
         let watches = watch::WatchHub::start(state, watch_history);
         Locks {
-            node,
+            replica,
             waits,
             leases,
             watches,
@@ -97,9 +99,9 @@ impl Locks {
         &self.waits
     }
 
-    /// The node served.
-    pub fn node(&self) -> &Arc<Node> {
-        &self.node
+    /// The replica served.
+    pub fn replica(&self) -> &Arc<dyn Replica> {
+        &self.replica
     }
 
     /// The lock events of the last `n` commands this node applied, for
@@ -115,7 +117,7 @@ impl Locks {
     }
 
     fn term(&self) -> u64 {
-        self.node.term()
+        self.replica.term()
     }
 }
 
@@ -155,3 +157,6 @@ fn session_id(id: SessionId) -> Result<SessionId, NodeError> {
 fn unexpected(reply: impl std::fmt::Display) -> NodeError {
     NodeError::Internal(format!("unexpected reply {reply}"))
 }
+
+#[cfg(test)]
+mod tests;

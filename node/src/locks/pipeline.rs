@@ -22,7 +22,8 @@ use super::{session_id, Locks};
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
 use crate::limits::Limits;
-use raftlock_store::machine::{Command, FencingToken, Reply, SessionId};
+use crate::replica::Replica;
+use raftlock_store::machine::{Command, FencingToken, LeaseError, Reply, SessionId};
 use std::future::Future;
 use tracing::Instrument;
 
@@ -119,7 +120,7 @@ impl Locks {
         let span = tracing::debug_span!(
             "op",
             op = O::NAME,
-            node = self.node.id(),
+            node = self.replica.id(),
             term = self.term(),
             lock = op.name(),
             session = op.session(),
@@ -127,13 +128,13 @@ impl Locks {
             token = tracing::field::Empty
         );
         async {
-            op.validate(self.node.limits())?;
+            op.validate(self.replica.limits())?;
             if let Some(session) = op.session() {
                 session_id(session)?;
             }
             op.rights().check(caller)?;
             if let Some(session) = op.session() {
-                self.node.check_session_owner(session, caller).await?;
+                check_session_owner(self.replica.as_ref(), session, caller).await?;
             }
             let out = self.run_checked(caller, op).await?;
             if let Some(token) = O::token(&out) {
@@ -160,11 +161,11 @@ impl Locks {
         };
         op.admit(cx)?;
         if O::GROWS {
-            self.node.check_space()?;
+            self.replica.check_space()?;
         }
         let (command, pending) = op.command(cx)?;
         let reply = match command {
-            Some(command) => match self.node.propose_reply(command).await {
+            Some(command) => match self.replica.propose_reply(command).await {
                 Ok(reply) => Some(reply),
                 Err(e) => {
                     O::let_go(pending);
@@ -174,6 +175,43 @@ impl Locks {
             None => None,
         };
         op.answer(cx, pending, reply).await
+    }
+}
+
+/// Checks that `caller` may use `session`: sessions belong to the identity
+/// that created them. Without authentication every session is everyone's.
+/// A session this node has not seen is looked for again after a
+/// linearizable round (a new leader may not have applied it yet); one
+/// still missing then is refused outright.
+async fn check_session_owner(
+    replica: &dyn Replica,
+    session: SessionId,
+    caller: &Caller,
+) -> Result<(), NodeError> {
+    if !caller.checks_ownership() {
+        return Ok(());
+    }
+    let owner = || {
+        let state = replica.state().read();
+        state.machine.session(session).map(|s| s.owner.clone())
+    };
+    let found = match owner() {
+        Some(o) => Some(o),
+        None => {
+            replica.linearizable().await?;
+            owner()
+        }
+    };
+    match found {
+        Some(o) if o == caller.name() => Ok(()),
+        Some(_) => Err(NodeError::PermissionDenied(format!(
+            "session {session} belongs to another identity than {:?}",
+            caller.name()
+        ))),
+        // Refused here rather than passed to the state machine: an id
+        // above everything applied could be created by someone else
+        // before this command commits.
+        None => Err(LeaseError::SessionNotFound(session).into()),
     }
 }
 

@@ -69,7 +69,7 @@ impl Locks {
                 // stopped the clock for as long as a new leader went without
                 // one, and a limit left idle across a failover refused takes
                 // its tokens had long refilled for.
-                let base = self.node.state().read().machine.rate_clock_ns();
+                let base = self.replica.state().read().machine.rate_clock_ns();
                 let since = self.leases.leading_since(term).unwrap_or_else(Instant::now);
                 let c = (term, base, since);
                 *clock = Some(c);
@@ -96,9 +96,9 @@ impl Locks {
     ) -> Result<LimitView, NodeError> {
         validate::name(name)?;
         caller.check(Access::Read, name)?;
-        self.node.linearizable().await?;
+        self.replica.linearizable().await?;
         let now = self.rate_now();
-        let state = self.node.state().read();
+        let state = self.replica.state().read();
         let bucket = state.machine.rate_limit(name).cloned().ok_or_else(|| {
             NodeError::Lease(raftlock_store::machine::LeaseError::LimitNotFound {
                 name: name.to_owned(),

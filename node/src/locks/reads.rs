@@ -75,8 +75,8 @@ impl Locks {
     pub async fn describe(&self, caller: &Caller, name: &str) -> Result<Description, NodeError> {
         validate::name(name)?;
         caller.check(Access::Read, name)?;
-        self.node.linearizable().await?;
-        let state = self.node.state().read();
+        self.replica.linearizable().await?;
+        let state = self.replica.state().read();
         Ok(remembered(format!("describe {name}"), || {
             self.describe_now(&state, name)
         }))
@@ -116,8 +116,8 @@ impl Locks {
             n => n.min(limits::MAX_LIST_LIMIT),
         } as usize;
         let everyone = !caller.checks_ownership() || caller.may(Access::Read, "");
-        self.node.linearizable().await?;
-        let state = self.node.state().read();
+        self.replica.linearizable().await?;
+        let state = self.replica.state().read();
         let mut scanned = state
             .machine
             .sessions()
@@ -161,8 +161,8 @@ impl Locks {
             0 => limits::DEFAULT_LIST_LIMIT,
             n => n.min(limits::MAX_LIST_LIMIT),
         } as usize;
-        self.node.linearizable().await?;
-        let state = self.node.state().read();
+        self.replica.linearizable().await?;
+        let state = self.replica.state().read();
         let mut page = state.machine.list(&q.prefix, &q.page_token, limit + 1);
         let more = page.len() > limit;
         page.truncate(limit);
@@ -195,8 +195,8 @@ impl Locks {
     ) -> Result<Validation, NodeError> {
         validate::name(name)?;
         caller.check(Access::Read, name)?;
-        self.node.linearizable().await?;
-        let state = self.node.state().read();
+        self.replica.linearizable().await?;
+        let state = self.replica.state().read();
         Ok(remembered(format!("validate {name} {token}"), || {
             state.machine.validate(name, token)
         }))

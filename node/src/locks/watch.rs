@@ -326,7 +326,7 @@ impl Locks {
         caller.check_any(Access::Read)?;
         let hub = self.watches.clone();
         let start = hub.begin(after)?;
-        let span = tracing::info_span!("lock.watch", node = self.node.id(), lock = %prefix, after = start.after);
+        let span = tracing::info_span!("lock.watch", node = self.replica.id(), lock = %prefix, after = start.after);
         Ok(super::stream_from_task(move |tx| {
             use tracing::Instrument;
             async move {

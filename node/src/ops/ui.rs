@@ -52,6 +52,8 @@ const RECENT_EVENTS: usize = 50;
 pub struct Ui {
     /// The lock service of this node.
     pub locks: Locks,
+    /// The node itself, for its Raft view (role, log, members).
+    pub node: std::sync::Arc<crate::raft::node::Node>,
     /// The client port's authenticator.
     pub auth: SharedAuth,
 }
@@ -245,7 +247,7 @@ pub async fn state(
     if !caller.may_any(Access::Read) {
         return (StatusCode::FORBIDDEN, "this identity may read no lock\n").into_response();
     }
-    let node = ui.locks.node();
+    let node = &ui.node;
     let commit_index = node.committed_index().await.unwrap_or(0);
     let m = node.metrics().borrow().clone();
     let leading = m.state == ServerState::Leader;

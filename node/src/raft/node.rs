@@ -3,8 +3,10 @@
 //! the leader is when this node is not.
 
 use crate::raft::confirm::Confirmer;
+use crate::replica::{Replica, Role};
+use futures::future::BoxFuture;
 use openraft::ServerState;
-use raftlock_store::machine::{Command, LeaseError, Outcome, Reply};
+use raftlock_store::machine::{Command, Outcome};
 use raftlock_store::state_machine::SharedState;
 use raftlock_store::{NodeId, Raft};
 
@@ -56,6 +58,8 @@ pub struct Node {
     /// longer than `leader_lease` (`watch_quorum`): it is likely cut off,
     /// and a new leader may already serve on the other side.
     pub(super) cut_off: tokio::sync::watch::Receiver<bool>,
+    /// This node's role as the lock service sees it (`forward_roles`).
+    pub(super) roles: tokio::sync::watch::Receiver<crate::replica::Role>,
 }
 
 /// Keeps `cut_off` true while `raft` leads without a quorum's
@@ -316,50 +320,6 @@ impl Node {
         ))
     }
 
-    /// Proposes `command` and returns its reply, or the state machine's
-    /// refusal as an error.
-    pub async fn propose_reply(&self, command: Command) -> Result<(u64, Reply), NodeError> {
-        let (index, outcome) = self.propose(command).await?;
-        Ok((index, outcome.reply?))
-    }
-
-    /// Checks that `caller` may use `session`: sessions belong to the
-    /// identity that created them. Without authentication every session is
-    /// everyone's. A session this node has not seen is looked for again
-    /// after a linearizable round (a new leader may not have applied it
-    /// yet); one still missing then is refused outright.
-    pub async fn check_session_owner(
-        &self,
-        session: u64,
-        caller: &crate::auth::Caller,
-    ) -> Result<(), NodeError> {
-        if !caller.checks_ownership() {
-            return Ok(());
-        }
-        let owner = |node: &Node| {
-            let state = node.state.read();
-            state.machine.session(session).map(|s| s.owner.clone())
-        };
-        let found = match owner(self) {
-            Some(o) => Some(o),
-            None => {
-                self.linearizable().await?;
-                owner(self)
-            }
-        };
-        match found {
-            Some(o) if o == caller.name() => Ok(()),
-            Some(_) => Err(NodeError::PermissionDenied(format!(
-                "session {session} belongs to another identity than {:?}",
-                caller.name()
-            ))),
-            // Refused here rather than passed to the state machine: an id
-            // above everything applied could be created by someone else
-            // before this command commits.
-            None => Err(LeaseError::SessionNotFound(session).into()),
-        }
-    }
-
     /// Waits until a read of the local state is linearizable: leadership
     /// confirmed by a quorum after this call began, and the state applied up
     /// to the commit point known then.
@@ -368,5 +328,81 @@ impl Node {
         self.confirmer
             .confirmed_after(tokio::time::Instant::now())
             .await
+    }
+}
+
+/// Keeps `roles` up to date with Raft's view of this node's role, until
+/// Raft's core stops (then `roles` closes: the node can no longer act).
+pub(super) async fn forward_roles(raft: Raft, roles: tokio::sync::watch::Sender<Role>) {
+    let mut server = raft.server_metrics();
+    loop {
+        let role = {
+            let s = server.borrow_and_update();
+            Role {
+                term: s.vote.leader_id().get_term(),
+                leading: s.state == ServerState::Leader,
+            }
+        };
+        roles.send_if_modified(|r| std::mem::replace(r, role) != role);
+        if raft.metrics().borrow().running_state.is_err() {
+            return;
+        }
+        tokio::select! {
+            changed = server.changed() => if changed.is_err() { return },
+            _ = roles.closed() => return,
+        }
+    }
+}
+
+impl Replica for Node {
+    fn id(&self) -> NodeId {
+        self.id
+    }
+
+    fn term(&self) -> u64 {
+        Node::term(self)
+    }
+
+    fn limits(&self) -> &crate::limits::Limits {
+        &self.limits
+    }
+
+    fn state(&self) -> &Arc<SharedState> {
+        &self.state
+    }
+
+    fn propose(&self, command: Command) -> BoxFuture<'_, Result<(u64, Outcome), NodeError>> {
+        Box::pin(Node::propose(self, command))
+    }
+
+    fn confirmed_after(&self, t: tokio::time::Instant) -> BoxFuture<'_, Result<(), NodeError>> {
+        Box::pin(Node::confirmed_after(self, t))
+    }
+
+    fn linearizable(&self) -> BoxFuture<'_, Result<(), NodeError>> {
+        Box::pin(Node::linearizable(self))
+    }
+
+    fn cut_off(&self) -> BoxFuture<'_, NodeError> {
+        Box::pin(async move {
+            self.lost_quorum().await;
+            self.cut_off_error()
+        })
+    }
+
+    fn check_space(&self) -> Result<(), NodeError> {
+        Node::check_space(self)
+    }
+
+    fn not_leader(&self) -> NodeError {
+        Node::not_leader(self)
+    }
+
+    fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
+        Node::stopping(self)
+    }
+
+    fn roles(&self) -> tokio::sync::watch::Receiver<Role> {
+        self.roles.clone()
     }
 }

@@ -135,6 +135,8 @@ pub async fn start(
         settings.max_batch_commands,
     );
     let (cut_off_tx, cut_off_rx) = watch::channel(false);
+    let (roles_tx, roles_rx) = watch::channel(crate::replica::Role::default());
+    tokio::spawn(super::node::forward_roles(raft.clone(), roles_tx));
     let shutting_down = Arc::new(AtomicBool::new(false));
     let node = Arc::new(Node {
         id,
@@ -153,6 +155,7 @@ pub async fn start(
         log_stats,
         space: Default::default(),
         cut_off: cut_off_rx,
+        roles: roles_rx,
     });
     tokio::spawn(super::node::watch_quorum(
         raft.clone(),

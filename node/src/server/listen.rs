@@ -148,35 +148,45 @@ pub(super) async fn serve(
     // One port for gRPC and the HTTP/JSON API: requests are routed by path
     // (gRPC's are /package.Service/Method), so a leader's client address is
     // where both kinds of client retry.
-    let routes =
-        tonic::service::Routes::from(crate::http::router(locks.clone(), auth.clone(), max))
-            .add_service(health_service)
-            .add_service(reflection_v1)
-            .add_service(reflection_v1alpha)
-            .add_service(InterceptedService::new(
-                SessionServer::new(SessionService::new(locks.clone()))
-                    .max_decoding_message_size(max),
-                authenticate.clone(),
-            ))
-            .add_service(InterceptedService::new(
-                LockServer::new(LockService::new(locks.clone())).max_decoding_message_size(max),
-                authenticate.clone(),
-            ))
-            .add_service(InterceptedService::new(
-                ElectionServer::new(ElectionService::new(locks.clone()))
-                    .max_decoding_message_size(max),
-                authenticate.clone(),
-            ))
-            .add_service(InterceptedService::new(
-                RateLimitServer::new(crate::grpc::ratelimit::RateLimitService::new(locks.clone()))
-                    .max_decoding_message_size(max),
-                authenticate.clone(),
-            ))
-            .add_service(InterceptedService::new(
-                ClusterServer::new(ClusterService::new(node.clone()))
-                    .max_decoding_message_size(max),
-                authenticate,
-            ));
+    let routes = tonic::service::Routes::from(crate::http::router(
+        locks.clone(),
+        ClusterService::new(node.clone()),
+        auth.clone(),
+        max,
+    ))
+    .add_service(health_service)
+    .add_service(reflection_v1)
+    .add_service(reflection_v1alpha)
+    .add_service(InterceptedService::new(
+        SessionServer::new(SessionService::new(
+            locks.clone(),
+            node.connections().clone(),
+        ))
+        .max_decoding_message_size(max),
+        authenticate.clone(),
+    ))
+    .add_service(InterceptedService::new(
+        LockServer::new(LockService::new(locks.clone(), node.connections().clone()))
+            .max_decoding_message_size(max),
+        authenticate.clone(),
+    ))
+    .add_service(InterceptedService::new(
+        ElectionServer::new(ElectionService::new(
+            locks.clone(),
+            node.connections().clone(),
+        ))
+        .max_decoding_message_size(max),
+        authenticate.clone(),
+    ))
+    .add_service(InterceptedService::new(
+        RateLimitServer::new(crate::grpc::ratelimit::RateLimitService::new(locks.clone()))
+            .max_decoding_message_size(max),
+        authenticate.clone(),
+    ))
+    .add_service(InterceptedService::new(
+        ClusterServer::new(ClusterService::new(node.clone())).max_decoding_message_size(max),
+        authenticate,
+    ));
     let client_router = client_builder
         .accept_http1(true)
         .layer(crate::grpc::metrics::GrpcMetricsLayer)

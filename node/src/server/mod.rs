@@ -169,6 +169,7 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
         let addr = addr.clone();
         let ui = crate::ops::ui::Ui {
             locks: locks.clone(),
+            node: node.clone(),
             auth: auth.clone(),
         };
         tokio::spawn(async move {

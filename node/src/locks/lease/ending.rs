@@ -20,9 +20,9 @@ impl LeaseDriver {
                 .collect()
         };
         for ((session, name), token) in due {
-            info!(node = self.node.id(), lock = %name, session, token, "hold cap ran out: releasing");
+            info!(node = self.replica.id(), lock = %name, session, token, "hold cap ran out: releasing");
             let res = self
-                .node
+                .replica
                 .propose(Command::EndHold {
                     name: name.clone(),
                     session,
@@ -30,7 +30,7 @@ impl LeaseDriver {
                 })
                 .await;
             if let Err(e) = res {
-                warn!(node = self.node.id(), error = %e, lock = %name, session, "hold cap release failed");
+                warn!(node = self.replica.id(), error = %e, lock = %name, session, "hold cap release failed");
                 continue;
             }
             metrics::counter!("raftlock_hold_caps_expired_total").increment(1);
@@ -52,7 +52,7 @@ impl LeaseDriver {
         };
         for (name, started) in due {
             let res = self
-                .node
+                .replica
                 .propose(Command::EndLockDelayAt {
                     name: name.clone(),
                     started,
@@ -60,7 +60,7 @@ impl LeaseDriver {
                 .await;
             match res {
                 Ok(_) => {
-                    info!(node = self.node.id(), lock = %name, started, "lock-delay ended");
+                    info!(node = self.replica.id(), lock = %name, started, "lock-delay ended");
                     let mut d = self.lock();
                     // A delay started since is another one: kept.
                     if d.delays.get(&name).is_some_and(|(_, s)| *s == started) {
@@ -68,7 +68,7 @@ impl LeaseDriver {
                     }
                 }
                 Err(e) => {
-                    warn!(node = self.node.id(), error = %e, lock = %name, "lock-delay end failed")
+                    warn!(node = self.replica.id(), error = %e, lock = %name, "lock-delay end failed")
                 }
             }
         }
@@ -83,10 +83,10 @@ impl LeaseDriver {
         let confirmed = if planted(Bug::UnconfirmedExpiry) {
             Ok(())
         } else {
-            self.node.confirmed_after(round).await
+            self.replica.confirmed_after(round).await
         };
         if let Err(e) = confirmed {
-            warn!(node = self.node.id(), error = %e, "not expiring sessions: leadership not confirmed");
+            warn!(node = self.replica.id(), error = %e, "not expiring sessions: leadership not confirmed");
             return;
         }
         let mut ids: Vec<SessionId> = {
@@ -97,9 +97,9 @@ impl LeaseDriver {
             return;
         }
         ids.sort_unstable();
-        info!(node = self.node.id(), sessions = ?ids, "expiring sessions whose TTL passed without keep-alive");
+        info!(node = self.replica.id(), sessions = ?ids, "expiring sessions whose TTL passed without keep-alive");
         match self
-            .node
+            .replica
             .propose(Command::ExpireSessions {
                 sessions: ids.clone(),
             })
@@ -111,7 +111,7 @@ impl LeaseDriver {
                     d.sessions.remove(&id);
                 }
             }
-            Err(e) => warn!(node = self.node.id(), error = %e, "expiry proposal failed"),
+            Err(e) => warn!(node = self.replica.id(), error = %e, "expiry proposal failed"),
         }
     }
 
@@ -127,7 +127,7 @@ impl LeaseDriver {
                 continue;
             }
             let res = self
-                .node
+                .replica
                 .propose(Command::CancelWait {
                     session,
                     name: name.clone(),
@@ -135,7 +135,7 @@ impl LeaseDriver {
                 })
                 .await;
             if let Err(e) = res {
-                warn!(node = self.node.id(), error = %e, lock = %name, session, "wait cancel failed");
+                warn!(node = self.replica.id(), error = %e, lock = %name, session, "wait cancel failed");
                 continue;
             }
             self.lock().waits.remove(&(session, name));

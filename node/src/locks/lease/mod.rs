@@ -25,9 +25,9 @@
 mod deadlines;
 mod ending;
 
-use crate::raft::node::{Node, NodeError};
+use crate::error::NodeError;
+use crate::replica::Replica;
 use deadlines::{of_session, Deadlines, Refused};
-use openraft::ServerState;
 use parking_lot::Mutex;
 use raftlock_store::machine::{Command, Event, Reply, SessionId};
 use raftlock_store::planted::{planted, Bug};
@@ -54,17 +54,23 @@ fn session_ttl(
 
 /// Session and wait deadlines, kept while this node leads.
 pub struct LeaseDriver {
-    node: Arc<Node>,
+    replica: Arc<dyn Replica>,
     deadlines: Mutex<Deadlines>,
 }
 
 impl LeaseDriver {
-    /// A driver for `node`; call [`LeaseDriver::run`] to start it.
-    pub fn new(node: Arc<Node>) -> Arc<Self> {
+    /// A driver for `replica`; call [`LeaseDriver::run`] to start it.
+    pub fn new(replica: Arc<dyn Replica>) -> Arc<Self> {
         Arc::new(LeaseDriver {
-            node,
+            replica,
             deadlines: Mutex::new(Deadlines::default()),
         })
+    }
+
+    /// The term this driver keeps deadlines for: the one this node leads
+    /// in, once the driver has seen it lead.
+    pub fn leading_term(&self) -> Option<u64> {
+        self.lock().term
     }
 
     fn lock(&self) -> parking_lot::MutexGuard<'_, Deadlines> {
@@ -80,17 +86,17 @@ impl LeaseDriver {
                 session,
             ))
         };
-        if session_ttl(&self.node.state().read().machine, session).is_none() {
+        if session_ttl(&self.replica.state().read().machine, session).is_none() {
             // A new leader may not have applied the entry that created
             // the session yet; "not found" ends the client's session
             // for good, so say it only once this node has caught up.
-            self.node.confirmed_after(received).await?;
+            self.replica.confirmed_after(received).await?;
         }
         {
             // The applied state is read under the deadlines' lock (state
             // first, as everywhere), so an expiry cannot be applied between
             // the check and the update.
-            let state = self.node.state().read();
+            let state = self.replica.state().read();
             let ttl = session_ttl(&state.machine, session);
             let mut d = self.lock();
             let res = d.renew(
@@ -107,14 +113,14 @@ impl LeaseDriver {
             }
             match res {
                 Ok(()) => {}
-                Err(Refused::NotLeader) => return Err(self.node.not_leader()),
+                Err(Refused::NotLeader) => return Err(self.replica.not_leader()),
                 Err(Refused::Expired) => return Err(not_found()),
             }
         }
-        self.node.confirmed_after(received).await?;
+        self.replica.confirmed_after(received).await?;
         // The acknowledgement promises the session lives: check again after
         // the wait, in which an expiry could have been decided and applied.
-        let state = self.node.state().read();
+        let state = self.replica.state().read();
         let ttl = session_ttl(&state.machine, session);
         let d = self.lock();
         if planted(Bug::LateKeepAlive) && d.term.is_some() {
@@ -125,7 +131,7 @@ impl LeaseDriver {
             _ if d.term.is_none() => {
                 drop(d);
                 drop(state);
-                Err(self.node.not_leader())
+                Err(self.replica.not_leader())
             }
             _ => Err(not_found()),
         }
@@ -149,7 +155,7 @@ impl LeaseDriver {
     /// Resets every deadline to a full TTL / timeout from now.
     fn rebuild(&self, term: Option<u64>) {
         let now = Instant::now();
-        let state = self.node.state().read();
+        let state = self.replica.state().read();
         let mut d = self.lock();
         d.leading_since = term.map(|_| now);
         if planted(Bug::UnconfirmedExpiry) {
@@ -323,7 +329,7 @@ impl LeaseDriver {
     /// the applied state.
     fn promote(&self, term: u64) {
         info!(
-            node = self.node.id(),
+            node = self.replica.id(),
             term, "became leader: every session gets a full TTL from now"
         );
         self.rebuild(Some(term));
@@ -334,10 +340,9 @@ impl LeaseDriver {
         self.rebuild(None);
     }
 
-    /// Runs until the Raft stops.
+    /// Runs until the replica stops taking part (its Raft stopped).
     pub async fn run(self: Arc<Self>) {
-        let metrics = self.node.metrics();
-        let mut server = self.node.server_metrics();
+        let mut roles = self.replica.roles();
         let mut last_tick = Instant::now();
         let mut ticker = tokio::time::interval(TICK);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -345,20 +350,14 @@ impl LeaseDriver {
             tokio::select! {
                 _ = ticker.tick() => {}
                 // Told at once when this node gains or loses leadership,
-                // rather than at its next tick.
-                changed = server.changed() => {
+                // rather than at its next tick; closed once Raft stopped.
+                changed = roles.changed() => {
                     if changed.is_err() {
                         return;
                     }
                 }
             }
-            if metrics.borrow().running_state.is_err() {
-                return;
-            }
-            let leading = {
-                let s = server.borrow_and_update();
-                (s.state == ServerState::Leader).then_some(s.vote.leader_id().get_term())
-            };
+            let leading = roles.borrow_and_update().leading_term();
             let now = Instant::now();
             let stalled = now.duration_since(last_tick) > TICK + STALL;
             last_tick = now;
@@ -374,7 +373,7 @@ impl LeaseDriver {
             }
             if stalled {
                 warn!(
-                    node = self.node.id(),
+                    node = self.replica.id(),
                     "lease driver was stalled: extending every lease by a full TTL"
                 );
                 self.lock()

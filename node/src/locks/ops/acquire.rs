@@ -141,7 +141,7 @@ impl Operation for Acquire {
     /// retry of an acquisition the session already holds or waits with
     /// passes, so that limits never break idempotent retries.
     fn admit(&self, cx: Context<'_>) -> Result<(), NodeError> {
-        let node = cx.locks.node();
+        let node = cx.locks.replica();
         let state = node.state().read();
         let Some(s) = state.machine.session(self.session) else {
             return Ok(()); // the state machine answers NOT_FOUND
@@ -258,7 +258,7 @@ impl Acquire {
         mut registration: Registration,
         started: Instant,
     ) -> Result<Acquired, NodeError> {
-        let node = locks.node();
+        let node = locks.replica();
         let deadline = started + self.wait.unwrap_or_default();
         loop {
             let woke = tokio::select! {
@@ -266,7 +266,7 @@ impl Acquire {
                 // A leader cut off from the others cannot grant or end
                 // this wait: the client retries the same request on the
                 // node that leads now, and rejoins its place there.
-                _ = node.lost_quorum() => return Err(node.cut_off_error()),
+                e = node.cut_off() => return Err(e),
                 _ = tokio::time::sleep_until(deadline) => {
                     // The leader's driver cancels overdue waits too;
                     // cancelling here as well answers the caller on time. A
@@ -318,7 +318,7 @@ impl Acquire {
 
     /// The grant this acquisition holds now, if any.
     fn recheck(&self, locks: &Locks) -> Option<Grant> {
-        let state = locks.node().state().read();
+        let state = locks.replica().state().read();
         state
             .machine
             .describe(&self.name)

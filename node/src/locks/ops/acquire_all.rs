@@ -98,7 +98,7 @@ impl Operation for AcquireAll {
     /// for a single acquire; a retry the session already holds or waits
     /// with passes.
     fn admit(&self, cx: Context<'_>) -> Result<(), NodeError> {
-        let node = cx.locks.node();
+        let node = cx.locks.replica();
         let state = node.state().read();
         let Some(s) = state.machine.session(self.session) else {
             return Ok(());
@@ -223,13 +223,13 @@ impl AcquireAll {
         registrations: Vec<Registration>,
         started: Instant,
     ) -> Result<AcquiredAll, NodeError> {
-        let node = locks.node();
+        let node = locks.replica();
         let deadline = started + self.wait.unwrap_or_default();
         let mut grants = Vec::with_capacity(registrations.len());
         for mut registration in registrations {
             let woke = tokio::select! {
                 r = &mut registration.rx => r.unwrap_or(WaitResult::Recheck),
-                _ = node.lost_quorum() => return Err(node.cut_off_error()),
+                e = node.cut_off() => return Err(e),
                 _ = tokio::time::sleep_until(deadline) => {
                     let withdraw = Withdraw {
                         session: self.session,
@@ -275,7 +275,7 @@ impl AcquireAll {
             return Ok(AcquiredAll::Granted(grants));
         }
         let still_waiting = {
-            let state = locks.node().state().read();
+            let state = locks.replica().state().read();
             state.machine.session(self.session).is_some_and(|s| {
                 self.names
                     .iter()
@@ -290,7 +290,7 @@ impl AcquireAll {
 
     /// The set's grants if the session holds all of them now.
     fn recheck(&self, locks: &Locks) -> Option<Vec<Grant>> {
-        let state = locks.node().state().read();
+        let state = locks.replica().state().read();
         self.names
             .iter()
             .map(|n| {

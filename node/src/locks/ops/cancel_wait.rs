@@ -222,11 +222,11 @@ impl Locks {
             Ok(Cancelled::NotWaiting) => {}
             Ok(done) => {
                 metrics::counter!("raftlock_waits_abandoned_total").increment(1);
-                tracing::info!(node = self.node.id(), lock = %name, session, ?done, "wait cancelled: its caller went away");
+                tracing::info!(node = self.replica.id(), lock = %name, session, ?done, "wait cancelled: its caller went away");
             }
             // Not the leader any more: the new leader's deadline ends it.
             Err(e) => {
-                tracing::debug!(node = self.node.id(), lock = %name, session, error = %e, "abandoned wait left to its deadline")
+                tracing::debug!(node = self.replica.id(), lock = %name, session, error = %e, "abandoned wait left to its deadline")
             }
         }
     }

@@ -53,7 +53,7 @@ impl Operation for CreateSession {
     /// entry: concurrent creations all pass it, and the limit the command
     /// carries is what holds (`Command::WithinSessionLimit`).
     fn admit(&self, cx: Context<'_>) -> Result<(), NodeError> {
-        let node = cx.locks.node();
+        let node = cx.locks.replica();
         let state = node.state().read();
         let retry_of = self
             .creation_key
@@ -99,7 +99,7 @@ impl Operation for CreateSession {
             },
         };
         let cmd = Command::WithinSessionLimit {
-            max_sessions: cx.locks.node().limits().max_sessions_per_identity,
+            max_sessions: cx.locks.replica().limits().max_sessions_per_identity,
             command: Box::new(create),
         };
         Ok((Some(cmd), ()))
