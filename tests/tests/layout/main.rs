@@ -472,6 +472,57 @@ fn the_node_handle_exposes_no_fields() {
     );
 }
 
+/// Whether `code` names the running node's type (`Node`, or a path into
+/// `raft::node`), as a word: `NodeError` and `NodeId` are other names.
+fn names_node(code: &str) -> bool {
+    let word = |i: usize, len: usize| {
+        let before = code[..i].chars().next_back();
+        let after = code[i + len..].chars().next();
+        let edge = |c: Option<char>| !c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        edge(before) && edge(after)
+    };
+    code.contains("raft::node")
+        || code
+            .match_indices("Node")
+            .any(|(i, _)| word(i, "Node".len()))
+}
+
+/// The lock service reaches its node through the `Replica` seam only, so
+/// every operation, the pipeline and the wait loops run against a fake in
+/// unit tests; transports get the lock service, never the node. The node
+/// itself is named only where it is made and run (`raft/`, `server/`) and
+/// by the cluster's administration (membership, status, the admin port
+/// and its inspector page), which is about Raft and nothing else.
+#[test]
+fn only_raft_server_and_administration_name_the_node() {
+    let src = workspace().join("node/src");
+    let allowed = |rel: &Path| {
+        rel.starts_with("raft")
+            || rel.starts_with("server")
+            || rel.starts_with("ops")
+            || rel == Path::new("grpc/cluster.rs")
+    };
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap_or(&f).to_owned();
+        let text = std::fs::read_to_string(&f).expect("readable source");
+        if names_node(&code(&text)) && !allowed(&rel) {
+            found.push(rel.display().to_string());
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "these files name the node; take a crate::replica::Replica (the lock service) or the lock service itself:\n{}",
+        found.join("\n")
+    );
+    assert!(names_node("fn f(node: &Node) {}"));
+    assert!(names_node("use crate::raft::node::NodeError;"));
+    assert!(!names_node("fn f() -> Result<NodeId, NodeError> {}"));
+    assert!(!names_node(&code("// a Node\n#[cfg(test)]\nfn f(n: Node) {}")));
+}
+
 /// Where a file of `node/src` proposes a log entry (`.propose(` or
 /// `.propose_reply(` in its code, tests left out).
 fn proposes(text: &str) -> bool {
@@ -490,6 +541,7 @@ fn only_the_pipeline_proposes_a_clients_command() {
     let src = workspace().join("node/src");
     let allowed = |rel: &Path| {
         rel.starts_with("raft")
+            || rel == Path::new("replica.rs")
             || rel.starts_with("locks/lease")
             || rel == Path::new("locks/pipeline.rs")
     };
