@@ -5,6 +5,7 @@
 mod lease;
 mod ops;
 mod pipeline;
+mod streams;
 mod waits;
 
 use super::fake::FakeReplica;
