@@ -520,7 +520,9 @@ fn only_raft_server_and_administration_name_the_node() {
     assert!(names_node("fn f(node: &Node) {}"));
     assert!(names_node("use crate::raft::node::NodeError;"));
     assert!(!names_node("fn f() -> Result<NodeId, NodeError> {}"));
-    assert!(!names_node(&code("// a Node\n#[cfg(test)]\nfn f(n: Node) {}")));
+    assert!(!names_node(&code(
+        "// a Node\n#[cfg(test)]\nfn f(n: Node) {}"
+    )));
 }
 
 /// Where a file of `node/src` proposes a log entry (`.propose(` or
