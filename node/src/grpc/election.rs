@@ -3,7 +3,6 @@
 use crate::auth::caller;
 use crate::limits::ConnectionCounts;
 use crate::locks::Locks;
-use crate::wire::call;
 use crate::wire::convert::grant;
 use futures::{Stream, StreamExt};
 use raftlock_proto::v1::election_server::Election as ElectionApi;
@@ -27,36 +26,11 @@ impl ElectionService {
 
 type ObserveStream = Pin<Box<dyn Stream<Item = Result<LeaderResponse, Status>> + Send>>;
 
-#[tonic::async_trait]
-impl ElectionApi for ElectionService {
-    async fn campaign(
-        &self,
-        req: Request<CampaignRequest>,
-    ) -> Result<Response<CampaignResponse>, Status> {
-        let caller = caller(&req)?;
-        Ok(Response::new(
-            call(&self.locks, &caller, req.into_inner()).await?,
-        ))
-    }
-
-    async fn proclaim(
-        &self,
-        req: Request<ProclaimRequest>,
-    ) -> Result<Response<ProclaimResponse>, Status> {
-        let caller = caller(&req)?;
-        Ok(Response::new(
-            call(&self.locks, &caller, req.into_inner()).await?,
-        ))
-    }
-
-    async fn resign(
-        &self,
-        req: Request<ResignRequest>,
-    ) -> Result<Response<ResignResponse>, Status> {
-        let caller = caller(&req)?;
-        Ok(Response::new(
-            call(&self.locks, &caller, req.into_inner()).await?,
-        ))
+super::service! {
+    impl ElectionApi for ElectionService {
+        campaign(CampaignRequest) -> CampaignResponse;
+        proclaim(ProclaimRequest) -> ProclaimResponse;
+        resign(ResignRequest) -> ResignResponse;
     }
 
     async fn leader(

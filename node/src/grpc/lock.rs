@@ -223,26 +223,14 @@ pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchResponse, Status>> 
 pub type PipelineStream =
     Pin<Box<dyn Stream<Item = Result<PipelineResponse, Status>> + Send + 'static>>;
 
-#[tonic::async_trait]
-impl LockApi for LockService {
-    async fn acquire(
-        &self,
-        req: Request<AcquireRequest>,
-    ) -> Result<Response<AcquireResponse>, Status> {
-        let caller = caller(&req)?;
-        self.acquire_call(&caller, req.into_inner())
-            .await
-            .map(Response::new)
-    }
-
-    async fn release(
-        &self,
-        req: Request<ReleaseRequest>,
-    ) -> Result<Response<ReleaseResponse>, Status> {
-        let caller = caller(&req)?;
-        self.release_call(&caller, req.into_inner())
-            .await
-            .map(Response::new)
+super::service! {
+    impl LockApi for LockService {
+        acquire(AcquireRequest) -> AcquireResponse;
+        release(ReleaseRequest) -> ReleaseResponse;
+        force_release(ForceReleaseRequest) -> ForceReleaseResponse;
+        resize(ResizeRequest) -> ResizeResponse;
+        cancel_wait(CancelWaitRequest) -> CancelWaitResponse;
+        acquire_all(AcquireAllRequest) -> AcquireAllResponse;
     }
 
     type WatchStream = WatchStream;
@@ -342,45 +330,5 @@ impl LockApi for LockService {
             valid: v.valid,
             current_token: v.current_token,
         }))
-    }
-
-    async fn force_release(
-        &self,
-        req: Request<ForceReleaseRequest>,
-    ) -> Result<Response<ForceReleaseResponse>, Status> {
-        let caller = caller(&req)?;
-        Ok(Response::new(
-            call(&self.locks, &caller, req.into_inner()).await?,
-        ))
-    }
-
-    async fn resize(
-        &self,
-        req: Request<ResizeRequest>,
-    ) -> Result<Response<ResizeResponse>, Status> {
-        let caller = caller(&req)?;
-        Ok(Response::new(
-            call(&self.locks, &caller, req.into_inner()).await?,
-        ))
-    }
-
-    async fn cancel_wait(
-        &self,
-        req: Request<CancelWaitRequest>,
-    ) -> Result<Response<CancelWaitResponse>, Status> {
-        let caller = caller(&req)?;
-        Ok(Response::new(
-            call(&self.locks, &caller, req.into_inner()).await?,
-        ))
-    }
-
-    async fn acquire_all(
-        &self,
-        req: Request<AcquireAllRequest>,
-    ) -> Result<Response<AcquireAllResponse>, Status> {
-        let caller = caller(&req)?;
-        Ok(Response::new(
-            call(&self.locks, &caller, req.into_inner()).await?,
-        ))
     }
 }

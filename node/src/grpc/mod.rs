@@ -14,6 +14,45 @@ use crate::error::NodeError;
 use raftlock_proto::{reason, LEADER_METADATA_KEY};
 use tonic::Status;
 
+/// Answers a plain call of the lock service, which its request message
+/// names (`wire::Call`): the caller its credentials name, then the one
+/// pipeline.
+pub async fn unary<C: crate::wire::Call>(
+    locks: &crate::locks::Locks,
+    req: tonic::Request<C>,
+) -> Result<tonic::Response<C::Response>, tonic::Status> {
+    let caller = crate::auth::caller(&req)?;
+    Ok(tonic::Response::new(
+        crate::wire::call(locks, &caller, req.into_inner()).await?,
+    ))
+}
+
+/// A gRPC service's implementation, its plain calls one line each
+/// (`method(Request) -> Response;`, answered by [`unary`] on the service's
+/// `locks`), then the methods written out: reads and streams.
+macro_rules! service {
+    (
+        impl $api:ident for $service:ident {
+            $($method:ident($request:ty) -> $response:ty;)*
+        }
+        $($rest:tt)*
+    ) => {
+        #[tonic::async_trait]
+        impl $api for $service {
+            $(
+                async fn $method(
+                    &self,
+                    req: tonic::Request<$request>,
+                ) -> Result<tonic::Response<$response>, tonic::Status> {
+                    $crate::grpc::unary(&self.locks, req).await
+                }
+            )*
+            $($rest)*
+        }
+    };
+}
+pub(crate) use service;
+
 /// A slot for one more long-lived stream (keep-alive, observe, watch) on
 /// the connection `ext` came on, held until the stream ends, so that one
 /// client cannot pin unbounded server tasks. `None` where the transport

@@ -2,7 +2,6 @@
 
 use crate::auth::caller;
 use crate::locks::Locks;
-use crate::wire::call;
 use crate::wire::convert::describe_limit_response;
 use raftlock_proto::v1 as pb;
 use raftlock_proto::v1::rate_limit_server::RateLimit as RateLimitApi;
@@ -20,36 +19,12 @@ impl RateLimitService {
     }
 }
 
-#[tonic::async_trait]
-impl RateLimitApi for RateLimitService {
-    async fn take(
-        &self,
-        req: Request<pb::TakeRequest>,
-    ) -> Result<Response<pb::TakeResponse>, Status> {
-        let caller = caller(&req)?;
-        Ok(Response::new(
-            call(&self.locks, &caller, req.into_inner()).await?,
-        ))
-    }
-
-    async fn r#return(
-        &self,
-        req: Request<pb::ReturnTokensRequest>,
-    ) -> Result<Response<pb::ReturnTokensResponse>, Status> {
-        let caller = caller(&req)?;
-        Ok(Response::new(
-            call(&self.locks, &caller, req.into_inner()).await?,
-        ))
-    }
-
-    async fn define(
-        &self,
-        req: Request<pb::DefineLimitRequest>,
-    ) -> Result<Response<pb::DefineLimitResponse>, Status> {
-        let caller = caller(&req)?;
-        Ok(Response::new(
-            call(&self.locks, &caller, req.into_inner()).await?,
-        ))
+super::service! {
+    impl RateLimitApi for RateLimitService {
+        take(pb::TakeRequest) -> pb::TakeResponse;
+        r#return(pb::ReturnTokensRequest) -> pb::ReturnTokensResponse;
+        define(pb::DefineLimitRequest) -> pb::DefineLimitResponse;
+        delete(pb::DeleteLimitRequest) -> pb::DeleteLimitResponse;
     }
 
     async fn describe(
@@ -60,15 +35,5 @@ impl RateLimitApi for RateLimitService {
         let name = req.into_inner().name;
         let v = self.locks.describe_limit(&caller, &name).await?;
         Ok(Response::new(describe_limit_response(name, &v)))
-    }
-
-    async fn delete(
-        &self,
-        req: Request<pb::DeleteLimitRequest>,
-    ) -> Result<Response<pb::DeleteLimitResponse>, Status> {
-        let caller = caller(&req)?;
-        Ok(Response::new(
-            call(&self.locks, &caller, req.into_inner()).await?,
-        ))
     }
 }

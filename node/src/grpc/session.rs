@@ -4,7 +4,7 @@
 use crate::auth::{caller, Access};
 use crate::limits::ConnectionCounts;
 use crate::locks::{stream_from_task, KeepAlive, Locks};
-use crate::wire::{call, Call};
+use crate::wire::Call;
 use futures::Stream;
 use raftlock_proto::v1::session_server::Session as SessionApi;
 use raftlock_proto::v1::*;
@@ -32,16 +32,10 @@ type KeepAliveStream = Pin<Box<dyn Stream<Item = Result<KeepAliveResponse, Statu
 /// queue behind a single confirmation round.
 const KEEPALIVE_BATCH: usize = 4096;
 
-#[tonic::async_trait]
-impl SessionApi for SessionService {
-    async fn create(
-        &self,
-        req: Request<CreateSessionRequest>,
-    ) -> Result<Response<CreateSessionResponse>, Status> {
-        let caller = caller(&req)?;
-        Ok(Response::new(
-            call(&self.locks, &caller, req.into_inner()).await?,
-        ))
+super::service! {
+    impl SessionApi for SessionService {
+        create(CreateSessionRequest) -> CreateSessionResponse;
+        close(CloseSessionRequest) -> CloseSessionResponse;
     }
 
     async fn list(
@@ -145,15 +139,5 @@ impl SessionApi for SessionService {
             }
         });
         Ok(Response::new(Box::pin(out)))
-    }
-
-    async fn close(
-        &self,
-        req: Request<CloseSessionRequest>,
-    ) -> Result<Response<CloseSessionResponse>, Status> {
-        let caller = caller(&req)?;
-        Ok(Response::new(
-            call(&self.locks, &caller, req.into_inner()).await?,
-        ))
     }
 }

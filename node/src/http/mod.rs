@@ -27,7 +27,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::Router;
 use futures::StreamExt;
 use raftlock_proto::v1 as pb;
@@ -57,32 +57,15 @@ pub fn router(
         cluster,
         auth,
     };
-    Router::new()
-        .route("/v1/session/create", post(create_session))
-        .route("/v1/session/keepalive", post(keep_alive))
-        .route("/v1/session/close", post(close_session))
-        .route("/v1/session/list", post(list_sessions))
-        .route("/v1/lock/acquire", post(acquire))
-        .route("/v1/lock/release", post(release))
-        .route("/v1/lock/describe", post(describe))
-        .route("/v1/lock/list", post(list))
-        .route("/v1/lock/validate", post(validate))
-        .route("/v1/lock/force-release", post(force_release))
-        .route("/v1/lock/resize", post(resize))
-        .route("/v1/lock/cancel-wait", post(cancel_wait))
-        .route("/v1/lock/acquire-all", post(acquire_all))
-        .route("/v1/ratelimit/take", post(take))
-        .route("/v1/ratelimit/return", post(return_tokens))
-        .route("/v1/ratelimit/define", post(define_limit))
-        .route("/v1/ratelimit/describe", post(describe_limit))
-        .route("/v1/ratelimit/delete", post(delete_limit))
-        .route("/v1/lock/watch", post(watch))
-        .route("/v1/election/campaign", post(campaign))
-        .route("/v1/election/proclaim", post(proclaim))
-        .route("/v1/election/resign", post(resign))
-        .route("/v1/election/leader", post(leader))
-        .route("/v1/election/observe", post(observe))
-        .route("/v1/cluster/status", get(status).post(status))
+    let router = raftlock_proto::http::ROUTES
+        .iter()
+        .fold(Router::new(), |router, route| match handler(route) {
+            Some(h) => router.route(route.path, h),
+            // Refused by the test of `handler`: a route in the table with
+            // nothing to answer it is a build that must not ship.
+            None => router,
+        });
+    router
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn(count))
@@ -168,23 +151,57 @@ fn json<T: Serialize>(msg: &T) -> Response {
 
 type Answer = Result<Response, HttpError>;
 
-async fn create_session(State(api): State<Api>, c: Call<pb::CreateSessionRequest>) -> Answer {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
+/// What answers each route of `ROUTES`: a plain call of the lock service,
+/// which its request message names itself (`wire::Call`), or a handler of
+/// its own for reads and streams.
+fn handler(route: &raftlock_proto::http::Route) -> Option<MethodRouter<Api>> {
+    macro_rules! plain {
+        ($($message:ident),* $(,)?) => {
+            match route.request {
+                $(stringify!($message) => return Some(post(unary::<pb::$message>)),)*
+                _ => {}
+            }
+        };
+    }
+    plain!(
+        CreateSessionRequest,
+        KeepAliveRequest,
+        CloseSessionRequest,
+        AcquireRequest,
+        AcquireAllRequest,
+        ReleaseRequest,
+        ForceReleaseRequest,
+        ResizeRequest,
+        CancelWaitRequest,
+        TakeRequest,
+        ReturnTokensRequest,
+        DefineLimitRequest,
+        DeleteLimitRequest,
+        CampaignRequest,
+        ProclaimRequest,
+        ResignRequest,
+    );
+    Some(match route.grpc.strip_prefix("raftlock.v1.")? {
+        "Session/List" => post(list_sessions),
+        "Lock/Describe" => post(describe),
+        "Lock/List" => post(list),
+        "Lock/Validate" => post(validate),
+        "Lock/Watch" => post(watch),
+        "RateLimit/Describe" => post(describe_limit),
+        "Election/Leader" => post(leader),
+        "Election/Observe" => post(observe),
+        "Cluster/Status" => get(status).post(status),
+        _ => return None,
+    })
 }
 
-async fn keep_alive(State(api): State<Api>, c: Call<pb::KeepAliveRequest>) -> Answer {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
-}
-
-async fn close_session(State(api): State<Api>, c: Call<pb::CloseSessionRequest>) -> Answer {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
-}
-
-async fn acquire(State(api): State<Api>, c: Call<pb::AcquireRequest>) -> Answer {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
-}
-
-async fn release(State(api): State<Api>, c: Call<pb::ReleaseRequest>) -> Answer {
+/// A call of the lock service the request message names (`wire::Call`),
+/// answered with its response message.
+async fn unary<C>(State(api): State<Api>, c: Call<C>) -> Answer
+where
+    C: crate::wire::Call + DeserializeOwned + Default,
+    C::Response: Serialize,
+{
     Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
@@ -217,53 +234,9 @@ async fn validate(State(api): State<Api>, c: Call<pb::ValidateRequest>) -> Answe
     }))
 }
 
-async fn force_release(State(api): State<Api>, c: Call<pb::ForceReleaseRequest>) -> Answer {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
-}
-
-async fn resize(State(api): State<Api>, c: Call<pb::ResizeRequest>) -> Answer {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
-}
-
-async fn cancel_wait(State(api): State<Api>, c: Call<pb::CancelWaitRequest>) -> Answer {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
-}
-
-async fn acquire_all(State(api): State<Api>, c: Call<pb::AcquireAllRequest>) -> Answer {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
-}
-
-async fn take(State(api): State<Api>, c: Call<pb::TakeRequest>) -> Answer {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
-}
-
-async fn return_tokens(State(api): State<Api>, c: Call<pb::ReturnTokensRequest>) -> Answer {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
-}
-
-async fn define_limit(State(api): State<Api>, c: Call<pb::DefineLimitRequest>) -> Answer {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
-}
-
 async fn describe_limit(State(api): State<Api>, c: Call<pb::DescribeLimitRequest>) -> Answer {
     let v = api.locks.describe_limit(&c.caller, &c.body.name).await?;
     Ok(json(&describe_limit_response(c.body.name, &v)))
-}
-
-async fn delete_limit(State(api): State<Api>, c: Call<pb::DeleteLimitRequest>) -> Answer {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
-}
-
-async fn campaign(State(api): State<Api>, c: Call<pb::CampaignRequest>) -> Answer {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
-}
-
-async fn proclaim(State(api): State<Api>, c: Call<pb::ProclaimRequest>) -> Answer {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
-}
-
-async fn resign(State(api): State<Api>, c: Call<pb::ResignRequest>) -> Answer {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
 }
 
 async fn leader(State(api): State<Api>, c: Call<pb::LeaderRequest>) -> Answer {
@@ -453,4 +426,22 @@ async fn not_found(req: Request) -> Response {
         ),
     )
     .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_in_the_table_has_a_handler() {
+        for route in raftlock_proto::http::ROUTES {
+            assert!(handler(route).is_some(), "{} has no handler", route.path);
+        }
+        let unknown = raftlock_proto::http::Route {
+            grpc: "raftlock.v1.Lock/Unknown",
+            request: "UnknownRequest",
+            ..raftlock_proto::http::ROUTES[0]
+        };
+        assert!(handler(&unknown).is_none());
+    }
 }
