@@ -96,7 +96,8 @@ impl Locks {
     ) -> Result<LimitView, NodeError> {
         validate::name(name)?;
         caller.check(Access::Read, name)?;
-        self.replica.linearizable().await?;
+        self.linearizable_read("ratelimit.describe", Some(name), caller)
+            .await?;
         let now = self.rate_now();
         let state = self.replica.state().read();
         let bucket = state.machine.rate_limit(name).cloned().ok_or_else(|| {

@@ -14,6 +14,7 @@ use raftlock_store::planted::remembered;
 use raftlock_store::state_machine::AppliedState;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
+use tracing::Instrument;
 
 /// A lock as `describe` shows it.
 #[derive(Clone, Debug)]
@@ -71,11 +72,31 @@ pub struct ListPage {
 }
 
 impl Locks {
+    /// Waits for a linearizable round in the read's own span (node, term,
+    /// lock, identity), as an operation's proposal runs in its own.
+    pub(super) async fn linearizable_read(
+        &self,
+        op: &'static str,
+        name: Option<&str>,
+        caller: &Caller,
+    ) -> Result<(), NodeError> {
+        let span = tracing::debug_span!(
+            "read",
+            op,
+            node = self.replica.id(),
+            term = self.term(),
+            lock = name,
+            identity = caller.name()
+        );
+        self.replica.linearizable().instrument(span).await
+    }
+
     /// Holders and waiters of lock `name`.
     pub async fn describe(&self, caller: &Caller, name: &str) -> Result<Description, NodeError> {
         validate::name(name)?;
         caller.check(Access::Read, name)?;
-        self.replica.linearizable().await?;
+        self.linearizable_read("lock.describe", Some(name), caller)
+            .await?;
         let state = self.replica.state().read();
         Ok(remembered(format!("describe {name}"), || {
             self.describe_now(&state, name)
@@ -116,7 +137,7 @@ impl Locks {
             n => n.min(limits::MAX_LIST_LIMIT),
         } as usize;
         let everyone = !caller.checks_ownership() || caller.may(Access::Read, "");
-        self.replica.linearizable().await?;
+        self.linearizable_read("session.list", None, caller).await?;
         let state = self.replica.state().read();
         let mut scanned = state
             .machine
@@ -161,7 +182,8 @@ impl Locks {
             0 => limits::DEFAULT_LIST_LIMIT,
             n => n.min(limits::MAX_LIST_LIMIT),
         } as usize;
-        self.replica.linearizable().await?;
+        self.linearizable_read("lock.list", Some(&q.prefix), caller)
+            .await?;
         let state = self.replica.state().read();
         let mut page = state.machine.list(&q.prefix, &q.page_token, limit + 1);
         let more = page.len() > limit;
@@ -195,7 +217,8 @@ impl Locks {
     ) -> Result<Validation, NodeError> {
         validate::name(name)?;
         caller.check(Access::Read, name)?;
-        self.replica.linearizable().await?;
+        self.linearizable_read("lock.validate", Some(name), caller)
+            .await?;
         let state = self.replica.state().read();
         Ok(remembered(format!("validate {name} {token}"), || {
             state.machine.validate(name, token)
