@@ -89,7 +89,7 @@ impl Locks {
                             Err(RecvError::Closed) => return,
                         },
                         r = roles.changed() => {
-                            if r.is_err() || !roles.borrow().leading {
+                            if r.is_err() || !roles.borrow_and_update().leading {
                                 break true;
                             }
                         }

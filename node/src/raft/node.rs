@@ -403,6 +403,10 @@ impl Replica for Node {
     }
 
     fn roles(&self) -> tokio::sync::watch::Receiver<Role> {
-        self.roles.clone()
+        // A clone would see every role since the node started as unseen:
+        // its first `changed()` must wait for the next change.
+        let mut roles = self.roles.clone();
+        roles.mark_unchanged();
+        roles
     }
 }
