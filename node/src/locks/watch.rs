@@ -15,7 +15,7 @@ use super::Locks;
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
 use parking_lot::Mutex;
-use raftlock_store::machine::{validate, Command, Event, FencingToken, Mode, SessionId};
+use raftlock_store::machine::{validate, Event, FencingToken, HoldEnd, Mode, SessionId};
 use raftlock_store::state_machine::{Change, SharedState};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -169,9 +169,9 @@ impl WatchHub {
     fn record(&self, change: &Change, state: &SharedState) {
         let Change::Applied {
             index,
-            command,
             at_ms,
             outcome,
+            ..
         } = change
         else {
             return self.reset(state);
@@ -181,7 +181,7 @@ impl WatchHub {
             return;
         }
         h.applied = *index;
-        let events = lock_events(command, &outcome.events);
+        let events = lock_events(&outcome.events);
         if events.is_empty() {
             return;
         }
@@ -241,11 +241,11 @@ impl WatchHub {
     }
 }
 
-/// The lock events of one command's outcome. A grant's cause is the
-/// state machine's (granted at once, or handed over to a waiter); what
-/// ended a hold is the command's.
-fn lock_events(command: &Command, events: &[Event]) -> Vec<LockEvent> {
-    let command = command.unwrapped();
+/// The lock events of one command's outcome, each with the cause the
+/// state machine gave it (granted at once or handed over to a waiter; a
+/// hold released, expired, forced or capped), never inferred from the
+/// command.
+fn lock_events(events: &[Event]) -> Vec<LockEvent> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -267,12 +267,13 @@ fn lock_events(command: &Command, events: &[Event]) -> Vec<LockEvent> {
                 name,
                 session,
                 token,
+                why,
             } => Some(LockEvent {
-                kind: match command {
-                    Command::ExpireSessions { .. } => LockEventKind::Expired,
-                    Command::ForceRelease { .. } => LockEventKind::ForceReleased,
-                    Command::EndHold { .. } => LockEventKind::HoldExpired,
-                    _ => LockEventKind::Released,
+                kind: match why {
+                    HoldEnd::Released | HoldEnd::SessionClosed => LockEventKind::Released,
+                    HoldEnd::SessionExpired => LockEventKind::Expired,
+                    HoldEnd::ForceReleased => LockEventKind::ForceReleased,
+                    HoldEnd::CapRanOut => LockEventKind::HoldExpired,
                 },
                 name: name.clone(),
                 session: *session,
@@ -408,33 +409,34 @@ mod tests {
     }
 
     #[test]
-    fn events_are_named_by_the_command_that_caused_them() {
-        let release = Command::ExpireSessions { sessions: vec![1] };
-        let events = [
-            Event::Released {
-                name: "a".into(),
-                session: 1,
-                token: 5,
-            },
-            Event::HandedOver(grant("a", 2, 9)),
-        ];
-        let kinds: Vec<_> = lock_events(&release, &events)
-            .iter()
-            .map(|e| e.kind)
-            .collect();
-        assert_eq!(kinds, [LockEventKind::Expired, LockEventKind::Handoff]);
-        let acquire = Command::Acquire {
-            session: 2,
+    fn events_are_named_by_the_cause_the_machine_gave_them() {
+        let released = |why| Event::Released {
             name: "a".into(),
-            request_id: raftlock_store::machine::RequestId(1),
-            mode: Mode::Exclusive,
-            permits: None,
-            wait_ms: None,
-            metadata: vec![],
+            session: 1,
+            token: 5,
+            why,
         };
-        let granted = lock_events(&acquire, &[Event::Granted(grant("a", 2, 9))]);
-        assert_eq!(granted[0].kind, LockEventKind::Granted);
-        let forced = lock_events(&Command::ForceRelease { name: "a".into() }, &events[..1]);
-        assert_eq!(forced[0].kind, LockEventKind::ForceReleased);
+        let events = [
+            released(HoldEnd::SessionExpired),
+            Event::HandedOver(grant("a", 2, 9)),
+            Event::Granted(grant("b", 2, 10)),
+            released(HoldEnd::ForceReleased),
+            released(HoldEnd::CapRanOut),
+            released(HoldEnd::SessionClosed),
+            released(HoldEnd::Released),
+        ];
+        let kinds: Vec<_> = lock_events(&events).iter().map(|e| e.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                LockEventKind::Expired,
+                LockEventKind::Handoff,
+                LockEventKind::Granted,
+                LockEventKind::ForceReleased,
+                LockEventKind::HoldExpired,
+                LockEventKind::Released,
+                LockEventKind::Released,
+            ]
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use super::error::LeaseError;
 use super::outcome::{Event, Reply};
-use super::types::LogIndex;
+use super::types::{HoldEnd, LogIndex};
 use super::LeaseMachine;
 
 impl LeaseMachine {
@@ -23,7 +23,7 @@ impl LeaseMachine {
             None => Vec::new(),
         };
         for g in &released {
-            self.hold_ended(g, events);
+            self.hold_ended(g, HoldEnd::ForceReleased, events);
             self.start_lock_delay(g, index, events);
         }
         let granted = self.grant_collecting(name, index, at_ms, events);

@@ -6,7 +6,7 @@
 //! counts it afresh can only make it last longer, never end it early.
 
 use super::outcome::{Event, Reply};
-use super::types::{FencingToken, LogIndex, SessionId};
+use super::types::{FencingToken, HoldEnd, LogIndex, SessionId};
 use super::LeaseMachine;
 
 impl LeaseMachine {
@@ -44,7 +44,7 @@ impl LeaseMachine {
                 granted: Vec::new(),
             };
         };
-        self.hold_ended(&grant, events);
+        self.hold_ended(&grant, HoldEnd::CapRanOut, events);
         self.start_lock_delay(&grant, index, events);
         let granted = self.grant_collecting(name, index, at_ms, events);
         Reply::HoldEnded {

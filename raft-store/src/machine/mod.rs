@@ -48,7 +48,7 @@ pub use query::{LockSummary, LockView, Validation};
 pub use ratelimit::{Bucket, LimitSpec};
 pub use snapshot::SnapshotError;
 pub use types::{
-    EndReason, FencingToken, Finished, Grant, LogIndex, Mode, Origin, RequestId, Session,
+    EndReason, FencingToken, Finished, Grant, HoldEnd, LogIndex, Mode, Origin, RequestId, Session,
     SessionId, Terms, WaitEnd, Waiter,
 };
 
@@ -528,7 +528,7 @@ impl LeaseMachine {
     /// forgets it, its request is finished as released, and an event says
     /// so. Shared by every way a hold ends without its session ending:
     /// release, force-release and a hold cap running out.
-    pub(super) fn hold_ended(&mut self, grant: &Grant, events: &mut Vec<Event>) {
+    pub(super) fn hold_ended(&mut self, grant: &Grant, why: HoldEnd, events: &mut Vec<Event>) {
         if let Some(s) = self.sessions.get_mut(&grant.session) {
             s.held.remove(&grant.name);
         }
@@ -542,6 +542,7 @@ impl LeaseMachine {
             name: grant.name.clone(),
             session: grant.session,
             token: grant.token,
+            why,
         });
     }
 

@@ -2,7 +2,9 @@
 //! for everyone else (waiting acquisitions, observers of an election).
 
 use super::error::LeaseError;
-use super::types::{EndReason, FencingToken, Grant, LogIndex, RequestId, SessionId, WaitEnd};
+use super::types::{
+    EndReason, FencingToken, Grant, HoldEnd, LogIndex, RequestId, SessionId, WaitEnd,
+};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -124,7 +126,8 @@ pub enum Event {
     /// A lock was granted to the command that asked for it (an Acquire,
     /// AcquireAll or Campaign, at once).
     Granted(Grant),
-    /// A holder let go (released, or its session ended).
+    /// A hold ended (released, its session ended, forced, its cap ran
+    /// out).
     Released {
         /// Lock name.
         name: String,
@@ -132,6 +135,8 @@ pub enum Event {
         session: SessionId,
         /// Its token.
         token: FencingToken,
+        /// What ended it.
+        why: HoldEnd,
     },
     /// A wait ended without a grant.
     WaitEnded {
@@ -286,7 +291,17 @@ impl fmt::Display for Event {
                 name,
                 session,
                 token,
-            } => write!(f, "released lock={name} session={session} token={token}"),
+                why,
+            } => {
+                write!(f, "released lock={name} session={session} token={token}")?;
+                match why {
+                    HoldEnd::Released => Ok(()),
+                    HoldEnd::SessionClosed => f.write_str(" (session closed)"),
+                    HoldEnd::SessionExpired => f.write_str(" (session expired)"),
+                    HoldEnd::ForceReleased => f.write_str(" (forced)"),
+                    HoldEnd::CapRanOut => f.write_str(" (cap ran out)"),
+                }
+            }
             Event::WaitEnded {
                 name,
                 session,

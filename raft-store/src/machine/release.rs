@@ -3,7 +3,7 @@
 
 use super::error::LeaseError;
 use super::outcome::{Event, Reply};
-use super::types::{FencingToken, Finished, LogIndex, SessionId};
+use super::types::{FencingToken, Finished, HoldEnd, LogIndex, SessionId};
 use super::LeaseMachine;
 use raftlock_proto::limits;
 
@@ -26,7 +26,7 @@ impl LeaseMachine {
                 name: name.to_owned(),
                 session,
             })?;
-        self.hold_ended(&grant, events);
+        self.hold_ended(&grant, HoldEnd::Released, events);
         let granted = self.grant_collecting(name, index, at_ms, events);
         Ok(Reply::Released { granted })
     }

@@ -6,7 +6,7 @@
 use super::error::LeaseError;
 use super::outcome::{Event, Reply};
 use super::request::NewSession;
-use super::types::{EndReason, LogIndex, Session, SessionId, WaitEnd};
+use super::types::{EndReason, HoldEnd, LogIndex, Session, SessionId, WaitEnd};
 use super::{validate, LeaseMachine};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -130,6 +130,7 @@ impl LeaseMachine {
                             name: name.clone(),
                             session: s.id,
                             token: g.token,
+                            why: HoldEnd::of_session(reason),
                         });
                         // A closed session let go; an expired one may not
                         // know it lost the lock.

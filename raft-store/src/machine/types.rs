@@ -193,6 +193,32 @@ pub enum EndReason {
     Expired,
 }
 
+/// Why a hold ended: what an observer reports, from the state machine
+/// itself, never inferred from the command that carried it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HoldEnd {
+    /// Its holder released it.
+    Released,
+    /// Its session was closed.
+    SessionClosed,
+    /// Its session expired.
+    SessionExpired,
+    /// An administrator forced it free.
+    ForceReleased,
+    /// Its hold cap ran out.
+    CapRanOut,
+}
+
+impl HoldEnd {
+    /// A session's end as the end of each hold it had.
+    pub fn of_session(reason: EndReason) -> HoldEnd {
+        match reason {
+            EndReason::Closed => HoldEnd::SessionClosed,
+            EndReason::Expired => HoldEnd::SessionExpired,
+        }
+    }
+}
+
 /// Why a wait ended without a grant.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum WaitEnd {

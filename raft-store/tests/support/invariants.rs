@@ -11,7 +11,7 @@
 use raftlock_proto::limits;
 use raftlock_store::backup;
 use raftlock_store::machine::{
-    Command, Event, Finished, LeaseError, LeaseMachine, Mode, Outcome, Reply, SessionId,
+    Command, Event, Finished, HoldEnd, LeaseError, LeaseMachine, Mode, Outcome, Reply, SessionId,
 };
 use std::collections::BTreeMap;
 
@@ -597,7 +597,7 @@ fn check_step(
     let snapshot = after.to_snapshot();
     check_exactly_once(before, cmd, outcome, after)?;
     check_reply(before, cmd, index, outcome, after)?;
-    check_events(before, outcome, after)?;
+    check_events(before, cmd, outcome, after)?;
     check_invariants_with(after, &snapshot)?;
 
     // A snapshot restores an equal machine, which snapshots to equal bytes.
@@ -1186,13 +1186,33 @@ fn check_reply(
 }
 
 /// Nothing changes silently: every holder, waiter and session that went away
-/// has an event saying so, and every new holder a grant event.
+/// has an event saying so, and every new holder a grant event. A hold's end
+/// names its cause, the one its command is: a release, a close, an expiry,
+/// a forced release or a hold cap, and no other command ends a hold.
 fn check_events(
     before: &LeaseMachine,
+    cmd: &Command,
     outcome: &Outcome,
     after: &LeaseMachine,
 ) -> Result<(), String> {
     let events = &outcome.events;
+    let cause = match cmd.unwrapped() {
+        Command::Release { .. } => Some(HoldEnd::Released),
+        Command::CloseSession { .. } => Some(HoldEnd::SessionClosed),
+        Command::ExpireSessions { .. } => Some(HoldEnd::SessionExpired),
+        Command::ForceRelease { .. } => Some(HoldEnd::ForceReleased),
+        Command::EndHold { .. } => Some(HoldEnd::CapRanOut),
+        _ => None,
+    };
+    for e in events {
+        if let Event::Released { why, .. } = e {
+            ensure!(
+                cause == Some(*why),
+                "a hold ended {why:?} under {}, whose holds end {cause:?}",
+                cmd.kind()
+            );
+        }
+    }
     for (name, lock) in before.locks() {
         let now = after.describe(name);
         for h in &lock.holders {
@@ -1202,11 +1222,11 @@ fn check_events(
                 .any(|n| n.session == h.session && n.token == h.token);
             if !kept {
                 ensure!(
-                    events.contains(&Event::Released {
-                        name: name.to_owned(),
-                        session: h.session,
-                        token: h.token,
-                    }),
+                    events.iter().any(|e| matches!(
+                        e,
+                        Event::Released { name: n, session, token, .. }
+                            if n == name && *session == h.session && *token == h.token
+                    )),
                     "holder {} of {name:?} vanished without a Released event",
                     h.session
                 );
