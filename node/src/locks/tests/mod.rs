@@ -112,6 +112,24 @@ impl Fixture {
         self.locks.run(&self.anyone, release).await
     }
 
+    /// How many wait in `name`'s queue now.
+    async fn waiters(&self, name: &str) -> usize {
+        self.locks
+            .describe(&self.anyone, name)
+            .await
+            .unwrap()
+            .view
+            .waiters
+            .len()
+    }
+
+    /// Returns once `n` wait in `name`'s queue.
+    async fn until_waiters(&self, name: &str, n: usize) {
+        while self.waiters(name).await != n {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     async fn holders(&self, name: &str) -> Vec<Grant> {
         self.locks
             .describe(&self.anyone, name)

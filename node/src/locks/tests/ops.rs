@@ -159,17 +159,7 @@ async fn force_release_frees_a_held_lock_and_hands_it_over() {
             locks.run(&anyone, wait).await
         })
     };
-    while f
-        .locks
-        .describe(&f.anyone, "x")
-        .await
-        .unwrap()
-        .view
-        .waiters
-        .is_empty()
-    {
-        tokio::task::yield_now().await;
-    }
+    f.until_waiters("x", 1).await;
     let forced = ForceRelease { name: "x".into() };
     let out = f.locks.run(&f.anyone, forced).await.unwrap();
     assert_eq!(out.released, vec![g]);

@@ -56,17 +56,7 @@ async fn a_watch_names_grants_sets_handoffs_and_releases_by_their_cause() {
         let op = acquire(b, "w/1", Some(Duration::from_secs(30)));
         tokio::spawn(async move { locks.run(&anyone, op).await })
     };
-    while f
-        .locks
-        .describe(&f.anyone, "w/1")
-        .await
-        .unwrap()
-        .view
-        .waiters
-        .is_empty()
-    {
-        tokio::task::yield_now().await;
-    }
+    f.until_waiters("w/1", 1).await;
     f.release(&g).await.unwrap();
     assert_eq!(
         next_events(&mut events).await,

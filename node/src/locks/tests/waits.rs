@@ -16,22 +16,6 @@ fn wait_for(
     tokio::spawn(async move { locks.run(&anyone, op).await })
 }
 
-async fn waiters(f: &Fixture, name: &str) -> usize {
-    f.locks
-        .describe(&f.anyone, name)
-        .await
-        .unwrap()
-        .view
-        .waiters
-        .len()
-}
-
-async fn until_waiters(f: &Fixture, name: &str, n: usize) {
-    while waiters(f, name).await != n {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 #[tokio::test]
 async fn queued_acquires_are_granted_in_arrival_order_with_rising_tokens() {
     let f = fixture().await;
@@ -41,7 +25,7 @@ async fn queued_acquires_are_granted_in_arrival_order_with_rising_tokens() {
     for i in 0..3 {
         let s = f.session().await;
         queued.push((s, wait_for(&f, s, "x", Duration::from_secs(30))));
-        until_waiters(&f, "x", i + 1).await;
+        f.until_waiters("x", i + 1).await;
     }
     for (s, task) in queued {
         let granted = f.release(&g).await.unwrap();
@@ -69,7 +53,7 @@ async fn a_wait_ends_on_time_and_leaves_the_queue() {
         waited >= Duration::from_secs(2) && waited < Duration::from_millis(2_300),
         "{waited:?}"
     );
-    assert_eq!(waiters(&f, "x").await, 0);
+    assert_eq!(f.waiters("x").await, 0);
 }
 
 #[tokio::test]
@@ -78,7 +62,7 @@ async fn a_leader_cut_off_ends_its_waits_with_no_quorum() {
     let (a, b) = (f.session().await, f.session().await);
     f.hold(a, "x").await;
     let task = wait_for(&f, b, "x", Duration::from_secs(30));
-    until_waiters(&f, "x", 1).await;
+    f.until_waiters("x", 1).await;
     f.fake.lose_quorum();
     let r = tokio::time::timeout(Duration::from_secs(5), task).await;
     assert_eq!(
@@ -93,10 +77,10 @@ async fn a_caller_gone_after_queuing_leaves_no_wait_behind() {
     let (a, b) = (f.session().await, f.session().await);
     let g = f.hold(a, "x").await;
     let task = wait_for(&f, b, "x", Duration::from_secs(30));
-    until_waiters(&f, "x", 1).await;
+    f.until_waiters("x", 1).await;
     task.abort();
     let _ = task.await;
-    until_waiters(&f, "x", 0).await;
+    f.until_waiters("x", 0).await;
     f.release(&g).await.unwrap();
     assert!(
         f.holders("x").await.is_empty(),
@@ -156,7 +140,7 @@ async fn cancel_wait_takes_a_queued_acquire_out_and_is_an_answer_when_there_is_n
         let (locks, anyone) = (f.locks.clone(), f.anyone.clone());
         tokio::spawn(async move { locks.run(&anyone, op).await })
     };
-    until_waiters(&f, "x", 1).await;
+    f.until_waiters("x", 1).await;
     let cancel = CancelWait {
         session: b,
         name: "x".into(),
