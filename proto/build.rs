@@ -22,6 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .out_dir(&out)
         .build(&[".raftlock.v1"])?;
     fs::write(out.join("reasons.rs"), reasons()?)?;
+    fs::write(out.join("calls.rs"), calls()?)?;
     println!("cargo:rerun-if-changed=proto");
     Ok(())
 }
@@ -189,4 +190,163 @@ fn code_name(variant: &str) -> &'static str {
         .find(|(_, v)| *v == variant)
         .map(|(n, _)| *n)
         .unwrap_or("UNKNOWN")
+}
+
+/// The services the lock service answers (the client API); `Cluster` is
+/// the administration's and `Raft` the peers'.
+const LOCK_SERVICES: [&str; 4] = ["Session", "Lock", "RateLimit", "Election"];
+
+/// Calls answered over HTTP although their gRPC form streams requests:
+/// a keep-alive is one renewal per HTTP request.
+const HTTP_UNARY: [&str; 1] = ["Session/KeepAlive"];
+
+/// Calls of other services that HTTP answers, and whether `GET` works too.
+const HTTP_EXTRA: [(&str, bool); 1] = [("Cluster/Status", true)];
+
+/// `ForceRelease` → `force-release`; `Create` → `create`.
+fn kebab(name: &str) -> String {
+    let mut s = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            s.push('-');
+        }
+        s.push(c.to_ascii_lowercase());
+    }
+    s
+}
+
+/// `ForceRelease` → `force_release`.
+fn snake(name: &str) -> String {
+    kebab(name).replace('-', "_")
+}
+
+/// A method's name as tonic generates it: `Return` → `r#return`.
+fn method_ident(name: &str) -> String {
+    let s = snake(name);
+    if [
+        "return", "type", "move", "match", "loop", "use", "ref", "mod", "impl", "fn",
+    ]
+    .contains(&s.as_str())
+    {
+        format!("r#{s}")
+    } else {
+        s
+    }
+}
+
+/// The table of HTTP routes and the lists of plain calls, both from the
+/// services of `raftlock.proto`: a call added there is routed by gRPC and
+/// HTTP with no other table to edit.
+fn calls() -> Result<String, Box<dyn std::error::Error>> {
+    let pool: DescriptorPool = protox::Compiler::new(["proto"])?
+        .include_source_info(true)
+        .open_files(["raftlock/v1/raftlock.proto"])?
+        .descriptor_pool();
+    let file = pool
+        .get_file_by_name("raftlock/v1/raftlock.proto")
+        .ok_or("no raftlock/v1/raftlock.proto")?;
+    let comments = file
+        .file_descriptor_proto()
+        .source_code_info
+        .clone()
+        .unwrap_or_default()
+        .location;
+    let mut routes = String::new();
+    let mut grpc = String::new();
+    let mut http = Vec::new();
+    for service in file.services() {
+        let lock_service = LOCK_SERVICES.contains(&service.name());
+        let mut unary = String::new();
+        for method in service.methods() {
+            let id = format!("{}/{}", service.name(), method.name());
+            let extra = HTTP_EXTRA.iter().find(|(m, _)| *m == id);
+            let forced_unary = HTTP_UNARY.contains(&id.as_str());
+            let plain = !method.is_client_streaming() && !method.is_server_streaming();
+            let request = method.input().name().to_owned();
+            let response = method.output().name().to_owned();
+            if lock_service && plain {
+                writeln!(
+                    unary,
+                    "            {}($crate::v1::{request}) -> $crate::v1::{response};",
+                    method_ident(method.name())
+                )?;
+            }
+            if lock_service && (plain || forced_unary) {
+                http.push(request.clone());
+            }
+            let routed = (lock_service && (!method.is_client_streaming() || forced_unary))
+                || extra.is_some();
+            if !routed {
+                continue;
+            }
+            let doc = comments
+                .iter()
+                .find(|l| l.path == method.path())
+                .and_then(|l| l.leading_comments.clone())
+                .ok_or_else(|| format!("{id} has no comment saying what it does"))?;
+            let doc = doc
+                .lines()
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ")
+                .trim()
+                .to_owned();
+            let streams = method.is_server_streaming() && !forced_unary;
+            let summary = doc
+                .split_once(". ")
+                .map_or(doc.as_str(), |(first, _)| first)
+                .trim_end_matches('.')
+                .to_owned()
+                + ".";
+            let path = if forced_unary {
+                format!(
+                    "/v1/{}/{}",
+                    service.name().to_lowercase(),
+                    method.name().to_lowercase()
+                )
+            } else {
+                format!(
+                    "/v1/{}/{}",
+                    service.name().to_lowercase(),
+                    kebab(method.name())
+                )
+            };
+            writeln!(
+                routes,
+                "    Route {{ path: {path:?}, grpc: {:?}, request: {request:?}, response: {response:?}, \
+                 streams: {streams}, get: {}, summary: {summary:?}, description: {doc:?} }},",
+                format!("{}/{}", service.full_name(), method.name()),
+                extra.is_some_and(|(_, get)| *get),
+            )?;
+        }
+        if lock_service {
+            writeln!(
+                grpc,
+                "/// Calls `$callback!` with `$prefix` and then each plain (unary) call of the\n\
+                 /// `{0}` service, as `method(Request) -> Response;`.\n\
+                 #[macro_export]\nmacro_rules! {1}_calls {{\n    ($callback:ident! {{ $($prefix:tt)* }}) => {{\n        \
+                 $callback! {{\n            $($prefix)*\n{unary}        }}\n    }};\n}}\n",
+                service.name(),
+                snake(service.name()),
+            )?;
+        }
+    }
+    let mut s = String::from(
+        "// Generated by proto/build.rs from the services of proto/raftlock/v1/raftlock.proto.\n\n\
+         /// Every call of the HTTP API: each plain call of the lock services\n\
+         /// (`Session`, `Lock`, `RateLimit`, `Election`) and each that streams\n\
+         /// only its answers, at `/v1/<service>/<call>`, and the cluster's status.\n\
+         pub const ROUTES: &[Route] = &[\n",
+    );
+    s.push_str(&routes);
+    s.push_str("];\n\n");
+    s.push_str(&grpc);
+    writeln!(
+        s,
+        "/// Calls `$callback!` with the request message of every plain call HTTP\n\
+         /// answers through the lock service (`Route::request`).\n\
+         #[macro_export]\nmacro_rules! http_calls {{\n    ($callback:ident) => {{\n        $callback!({})\n    }};\n}}",
+        http.join(", ")
+    )?;
+    Ok(s)
 }

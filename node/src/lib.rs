@@ -24,6 +24,7 @@ pub mod grpc;
 pub mod http;
 pub mod limits;
 pub mod locks;
+pub mod messages;
 pub mod ops;
 pub mod raft;
 pub mod replica;

@@ -475,7 +475,7 @@ pub fn document() -> Value {
             json!({
                 "operationId": format!("{}{}", r.grpc.trim_start_matches("raftlock.v1.").replace('/', "."), if method == "get" { ".get" } else { "" }),
                 "summary": r.summary,
-                "description": format!("gRPC: {}", r.grpc),
+                "description": format!("{}\n\ngRPC: {}", r.description, r.grpc),
                 "requestBody": {
                     "required": body_required,
                     "content": { "application/json": { "schema": schema_ref(r.request) } },

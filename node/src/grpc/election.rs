@@ -1,9 +1,10 @@
 //! The Election service over gRPC: convert, call [`Locks`], convert back.
 
-use crate::auth::caller;
+use super::service;
+
 use crate::limits::ConnectionCounts;
 use crate::locks::Locks;
-use crate::wire::convert::grant;
+use crate::messages::grant;
 use futures::{Stream, StreamExt};
 use raftlock_proto::v1::election_server::Election as ElectionApi;
 use raftlock_proto::v1::*;
@@ -26,24 +27,8 @@ impl ElectionService {
 
 type ObserveStream = Pin<Box<dyn Stream<Item = Result<LeaderResponse, Status>> + Send>>;
 
-super::service! {
+raftlock_proto::election_calls!(service! {
     impl ElectionApi for ElectionService {
-        campaign(CampaignRequest) -> CampaignResponse;
-        proclaim(ProclaimRequest) -> ProclaimResponse;
-        resign(ResignRequest) -> ResignResponse;
-    }
-
-    async fn leader(
-        &self,
-        req: Request<LeaderRequest>,
-    ) -> Result<Response<LeaderResponse>, Status> {
-        let caller = caller(&req)?;
-        let leader = self.locks.leader(&caller, &req.into_inner().name).await?;
-        Ok(Response::new(LeaderResponse {
-            leader: leader.as_ref().map(grant),
-        }))
-    }
-
     type ObserveStream = ObserveStream;
 
     async fn observe(
@@ -72,4 +57,5 @@ super::service! {
         });
         Ok(Response::new(Box::pin(stream)))
     }
-}
+    }
+});

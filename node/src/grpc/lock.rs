@@ -1,11 +1,11 @@
 //! The Lock service over gRPC: convert, call [`Locks`], convert back. The
 //! Pipeline stream carries many acquires and releases on one HTTP/2 stream.
 
-use crate::auth::{caller, stream_caller, Access, Caller, StreamCaller};
+use super::service;
+use crate::auth::{stream_caller, Access, Caller, StreamCaller};
 use crate::limits::ConnectionCounts;
-use crate::locks::Locks;
-use crate::wire::call;
-use crate::wire::convert::{describe_response, summary, watch_response};
+use crate::locks::{Call, Locks};
+use crate::wire::convert::watch_response;
 use futures::Stream;
 use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1::lock_server::Lock as LockApi;
@@ -35,7 +35,7 @@ impl LockService {
         caller: &Caller,
         r: AcquireRequest,
     ) -> Result<AcquireResponse, Status> {
-        Ok(call(&self.locks, caller, r).await?)
+        Ok(r.answer(&self.locks, caller).await?)
     }
 
     /// One Release, unary or pipelined.
@@ -44,7 +44,7 @@ impl LockService {
         caller: &Caller,
         r: ReleaseRequest,
     ) -> Result<ReleaseResponse, Status> {
-        Ok(call(&self.locks, caller, r).await?)
+        Ok(r.answer(&self.locks, caller).await?)
     }
 
     /// One call of a Pipeline stream, answered as the unary call would be.
@@ -223,16 +223,8 @@ pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchResponse, Status>> 
 pub type PipelineStream =
     Pin<Box<dyn Stream<Item = Result<PipelineResponse, Status>> + Send + 'static>>;
 
-super::service! {
+raftlock_proto::lock_calls!(service! {
     impl LockApi for LockService {
-        acquire(AcquireRequest) -> AcquireResponse;
-        release(ReleaseRequest) -> ReleaseResponse;
-        force_release(ForceReleaseRequest) -> ForceReleaseResponse;
-        resize(ResizeRequest) -> ResizeResponse;
-        cancel_wait(CancelWaitRequest) -> CancelWaitResponse;
-        acquire_all(AcquireAllRequest) -> AcquireAllResponse;
-    }
-
     type WatchStream = WatchStream;
 
     async fn watch(
@@ -299,36 +291,5 @@ super::service! {
             |mut p| async move { p.next_answer().await.map(|answer| (answer, p)) },
         ))))
     }
-
-    async fn describe(
-        &self,
-        req: Request<DescribeRequest>,
-    ) -> Result<Response<DescribeResponse>, Status> {
-        let caller = caller(&req)?;
-        let r = req.into_inner();
-        let d = self.locks.describe(&caller, &r.name).await?;
-        Ok(Response::new(describe_response(r.name, &d)))
     }
-
-    async fn list(&self, req: Request<ListRequest>) -> Result<Response<ListResponse>, Status> {
-        let caller = caller(&req)?;
-        let page = self.locks.list(&caller, req.into_inner().into()).await?;
-        Ok(Response::new(ListResponse {
-            locks: page.locks.iter().map(|l| summary(l, &page)).collect(),
-            next_page_token: page.next_page_token,
-        }))
-    }
-
-    async fn validate(
-        &self,
-        req: Request<ValidateRequest>,
-    ) -> Result<Response<ValidateResponse>, Status> {
-        let caller = caller(&req)?;
-        let r = req.into_inner();
-        let v = self.locks.validate(&caller, &r.name, r.token).await?;
-        Ok(Response::new(ValidateResponse {
-            valid: v.valid,
-            current_token: v.current_token,
-        }))
-    }
-}
+});

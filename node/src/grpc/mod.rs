@@ -1,6 +1,7 @@
-//! gRPC services: one module per service, each a line per call into the
-//! lock service through the conversions both transports share
-//! (`crate::wire`), and the one mapping from errors to gRPC statuses.
+//! gRPC services: one module per service, its plain calls answered by the
+//! lock service as the request message says (`locks::Call`, the same for
+//! HTTP/JSON) and its streams written out, and the one mapping from errors
+//! to gRPC statuses.
 
 pub mod cluster;
 pub mod election;
@@ -15,27 +16,26 @@ use raftlock_proto::{reason, LEADER_METADATA_KEY};
 use tonic::Status;
 
 /// Answers a plain call of the lock service, which its request message
-/// names (`wire::Call`): the caller its credentials name, then the one
-/// pipeline.
-pub async fn unary<C: crate::wire::Call>(
+/// names (`locks::Call`): the caller its credentials name, then the call.
+pub async fn unary<C: crate::locks::Call>(
     locks: &crate::locks::Locks,
     req: tonic::Request<C>,
 ) -> Result<tonic::Response<C::Response>, tonic::Status> {
     let caller = crate::auth::caller(&req)?;
     Ok(tonic::Response::new(
-        crate::wire::call(locks, &caller, req.into_inner()).await?,
+        req.into_inner().answer(locks, &caller).await?,
     ))
 }
 
-/// A gRPC service's implementation, its plain calls one line each
-/// (`method(Request) -> Response;`, answered by [`unary`] on the service's
-/// `locks`), then the methods written out: reads and streams.
+/// A gRPC service's implementation: the methods written out (streams),
+/// then every plain call, answered by [`unary`] on the service's `locks`.
+/// The plain calls come from `raftlock-proto`'s list of the service's
+/// unary methods (`raftlock_proto::lock_calls!` and the like), so a call
+/// added to the `.proto` is served with no line here.
 macro_rules! service {
     (
-        impl $api:ident for $service:ident {
-            $($method:ident($request:ty) -> $response:ty;)*
-        }
-        $($rest:tt)*
+        impl $api:ident for $service:ident { $($rest:tt)* }
+        $($method:ident($request:ty) -> $response:ty;)*
     ) => {
         #[tonic::async_trait]
         impl $api for $service {

@@ -1,11 +1,8 @@
-//! The RateLimit service over gRPC: convert, call [`Locks`], convert back.
+//! The RateLimit service over gRPC: every call is a plain one.
 
-use crate::auth::caller;
+use super::service;
 use crate::locks::Locks;
-use crate::wire::convert::describe_limit_response;
-use raftlock_proto::v1 as pb;
 use raftlock_proto::v1::rate_limit_server::RateLimit as RateLimitApi;
-use tonic::{Request, Response, Status};
 
 /// Serves rate limits.
 pub struct RateLimitService {
@@ -19,21 +16,6 @@ impl RateLimitService {
     }
 }
 
-super::service! {
-    impl RateLimitApi for RateLimitService {
-        take(pb::TakeRequest) -> pb::TakeResponse;
-        r#return(pb::ReturnTokensRequest) -> pb::ReturnTokensResponse;
-        define(pb::DefineLimitRequest) -> pb::DefineLimitResponse;
-        delete(pb::DeleteLimitRequest) -> pb::DeleteLimitResponse;
-    }
-
-    async fn describe(
-        &self,
-        req: Request<pb::DescribeLimitRequest>,
-    ) -> Result<Response<pb::DescribeLimitResponse>, Status> {
-        let caller = caller(&req)?;
-        let name = req.into_inner().name;
-        let v = self.locks.describe_limit(&caller, &name).await?;
-        Ok(Response::new(describe_limit_response(name, &v)))
-    }
-}
+raftlock_proto::rate_limit_calls!(service! {
+    impl RateLimitApi for RateLimitService {}
+});

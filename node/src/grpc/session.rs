@@ -1,10 +1,11 @@
 //! The Session service over gRPC: create, keep alive (a stream, no log
 //! writes), close.
 
-use crate::auth::{caller, Access};
+use super::service;
+use crate::auth::Access;
 use crate::limits::ConnectionCounts;
+use crate::locks::OpCall;
 use crate::locks::{stream_from_task, KeepAlive, Locks};
-use crate::wire::Call;
 use futures::Stream;
 use raftlock_proto::v1::session_server::Session as SessionApi;
 use raftlock_proto::v1::*;
@@ -32,26 +33,8 @@ type KeepAliveStream = Pin<Box<dyn Stream<Item = Result<KeepAliveResponse, Statu
 /// queue behind a single confirmation round.
 const KEEPALIVE_BATCH: usize = 4096;
 
-super::service! {
+raftlock_proto::session_calls!(service! {
     impl SessionApi for SessionService {
-        create(CreateSessionRequest) -> CreateSessionResponse;
-        close(CloseSessionRequest) -> CloseSessionResponse;
-    }
-
-    async fn list(
-        &self,
-        req: Request<ListSessionsRequest>,
-    ) -> Result<Response<ListSessionsResponse>, Status> {
-        let caller = caller(&req)?;
-        let page = self
-            .locks
-            .list_sessions(&caller, req.into_inner().into())
-            .await?;
-        Ok(Response::new(crate::wire::convert::sessions_response(
-            &page,
-        )))
-    }
-
     type KeepAliveStream = KeepAliveStream;
 
     async fn keep_alive(
@@ -140,4 +123,5 @@ super::service! {
         });
         Ok(Response::new(Box::pin(out)))
     }
-}
+    }
+});

@@ -2,7 +2,7 @@
 //! calls, one to one, with the proto3 JSON mapping of the same messages
 //! (`POST /v1/lock/acquire` takes an `AcquireRequest` as JSON and answers an
 //! `AcquireResponse`). Each handler parses the JSON into the protobuf
-//! message and answers it with [`crate::wire::call`], exactly as gRPC
+//! message and answers it with [`Call::answer`](crate::locks::Call), exactly as gRPC
 //! does, and writes the answer back as JSON; refusals are
 //! JSON with the gRPC code name, the machine-readable reason and a message.
 //!
@@ -19,10 +19,8 @@ pub use error::HttpError;
 use crate::auth::{Caller, SharedAuth};
 use crate::error::NodeError;
 use crate::locks::Locks;
-use crate::wire::call;
-use crate::wire::convert::{
-    describe_limit_response, describe_response, grant, sessions_response, summary, watch_response,
-};
+use crate::messages::grant;
+use crate::wire::convert::watch_response;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
@@ -152,8 +150,9 @@ fn json<T: Serialize>(msg: &T) -> Response {
 type Answer = Result<Response, HttpError>;
 
 /// What answers each route of `ROUTES`: a plain call of the lock service,
-/// which its request message names itself (`wire::Call`), or a handler of
-/// its own for reads and streams.
+/// which its request message names itself (`locks::Call`; the list of
+/// them is generated from the `.proto`), or a handler of its own for
+/// streams and the cluster's status.
 fn handler(route: &raftlock_proto::http::Route) -> Option<MethodRouter<Api>> {
     macro_rules! plain {
         ($($message:ident),* $(,)?) => {
@@ -163,87 +162,25 @@ fn handler(route: &raftlock_proto::http::Route) -> Option<MethodRouter<Api>> {
             }
         };
     }
-    plain!(
-        CreateSessionRequest,
-        KeepAliveRequest,
-        CloseSessionRequest,
-        AcquireRequest,
-        AcquireAllRequest,
-        ReleaseRequest,
-        ForceReleaseRequest,
-        ResizeRequest,
-        CancelWaitRequest,
-        TakeRequest,
-        ReturnTokensRequest,
-        DefineLimitRequest,
-        DeleteLimitRequest,
-        CampaignRequest,
-        ProclaimRequest,
-        ResignRequest,
-    );
+    if !route.streams {
+        raftlock_proto::http_calls!(plain);
+    }
     Some(match route.grpc.strip_prefix("raftlock.v1.")? {
-        "Session/List" => post(list_sessions),
-        "Lock/Describe" => post(describe),
-        "Lock/List" => post(list),
-        "Lock/Validate" => post(validate),
         "Lock/Watch" => post(watch),
-        "RateLimit/Describe" => post(describe_limit),
-        "Election/Leader" => post(leader),
         "Election/Observe" => post(observe),
         "Cluster/Status" => get(status).post(status),
         _ => return None,
     })
 }
 
-/// A call of the lock service the request message names (`wire::Call`),
+/// A call of the lock service the request message names (`locks::Call`),
 /// answered with its response message.
 async fn unary<C>(State(api): State<Api>, c: Call<C>) -> Answer
 where
-    C: crate::wire::Call + DeserializeOwned + Default,
+    C: crate::locks::Call + DeserializeOwned + Default,
     C::Response: Serialize,
 {
-    Ok(json(&call(&api.locks, &c.caller, c.body).await?))
-}
-
-async fn describe(State(api): State<Api>, c: Call<pb::DescribeRequest>) -> Answer {
-    let d = api.locks.describe(&c.caller, &c.body.name).await?;
-    Ok(json(&describe_response(c.body.name, &d)))
-}
-
-async fn list_sessions(State(api): State<Api>, c: Call<pb::ListSessionsRequest>) -> Answer {
-    let page = api.locks.list_sessions(&c.caller, c.body.into()).await?;
-    Ok(json(&sessions_response(&page)))
-}
-
-async fn list(State(api): State<Api>, c: Call<pb::ListRequest>) -> Answer {
-    let page = api.locks.list(&c.caller, c.body.into()).await?;
-    Ok(json(&pb::ListResponse {
-        locks: page.locks.iter().map(|l| summary(l, &page)).collect(),
-        next_page_token: page.next_page_token,
-    }))
-}
-
-async fn validate(State(api): State<Api>, c: Call<pb::ValidateRequest>) -> Answer {
-    let v = api
-        .locks
-        .validate(&c.caller, &c.body.name, c.body.token)
-        .await?;
-    Ok(json(&pb::ValidateResponse {
-        valid: v.valid,
-        current_token: v.current_token,
-    }))
-}
-
-async fn describe_limit(State(api): State<Api>, c: Call<pb::DescribeLimitRequest>) -> Answer {
-    let v = api.locks.describe_limit(&c.caller, &c.body.name).await?;
-    Ok(json(&describe_limit_response(c.body.name, &v)))
-}
-
-async fn leader(State(api): State<Api>, c: Call<pb::LeaderRequest>) -> Answer {
-    let leader = api.locks.leader(&c.caller, &c.body.name).await?;
-    Ok(json(&pb::LeaderResponse {
-        leader: leader.as_ref().map(grant),
-    }))
+    Ok(json(&c.body.answer(&api.locks, &c.caller).await?))
 }
 
 /// The election's leader now and at every change: one JSON object per

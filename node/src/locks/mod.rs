@@ -12,6 +12,7 @@
 //! Transports keep what is theirs: credentials into a [`Caller`](crate::auth::Caller),
 //! per-connection slots, stream plumbing.
 
+pub mod call;
 mod elections;
 #[cfg(test)]
 pub mod fake;
@@ -23,22 +24,8 @@ mod reads;
 pub mod waits;
 pub mod watch;
 
-pub use ops::acquire::{Acquire, Acquired, Sequence};
-pub use ops::acquire_all::{AcquireAll, AcquiredAll};
-pub use ops::campaign::Campaign;
-pub use ops::cancel_wait::{CancelWait, Cancelled};
-pub use ops::close_session::CloseSession;
-pub use ops::create_session::CreateSession;
-pub use ops::define_limit::DefineLimit;
-pub use ops::delete_limit::DeleteLimit;
-pub use ops::force_release::{ForceRelease, ForceReleased};
-pub use ops::keep_alive::KeepAlive;
-pub use ops::proclaim::Proclaim;
-pub use ops::release::Release;
-pub use ops::resign::Resign;
-pub use ops::resize::Resize;
-pub use ops::return_tokens::ReturnTokens;
-pub use ops::take::{Take, Taken};
+pub use call::{Call, OpCall};
+pub use ops::*;
 pub use pipeline::Operation;
 pub use reads::{Description, ListPage, SessionPage, SessionQuery, SessionView};
 

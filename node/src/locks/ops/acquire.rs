@@ -9,6 +9,9 @@ use super::cancel_wait::{guarded, queued, wait_ended, AbandonGuard, Withdraw, Wi
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use crate::messages::{grant, mode, request_id};
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{
     validate, Command, FencingToken, Grant, LeaseError, Mode, Reply, RequestId, SessionId, Terms,
 };
@@ -326,4 +329,81 @@ impl Acquire {
             .into_iter()
             .find(|h| h.session == self.session && h.request_id == self.request_id)
     }
+}
+
+impl TryFrom<pb::AcquireRequest> for Acquire {
+    type Error = NodeError;
+    fn try_from(r: pb::AcquireRequest) -> Result<Self, NodeError> {
+        Ok(Acquire {
+            request_id: request_id(&r.request_id)?,
+            mode: mode(r.mode)?,
+            permits: (r.permits > 0).then_some(r.permits),
+            wait: r.wait_timeout_ms.map(std::time::Duration::from_millis),
+            sequence: sequence(r.seq, r.acked_below, r.in_flight)?,
+            terms: Terms {
+                count: r.count.max(1),
+                max_hold_ms: r.max_hold_ms,
+                lock_delay_ms: r.lock_delay_ms,
+            },
+            session: r.session_id,
+            name: r.name,
+            metadata: r.metadata,
+        })
+    }
+}
+
+impl OpCall for pb::AcquireRequest {
+    type Op = crate::locks::Acquire;
+    type Response = pb::AcquireResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        self.try_into()
+    }
+    fn response(out: Acquired) -> pb::AcquireResponse {
+        match out {
+            Acquired::Granted(g) => pb::AcquireResponse {
+                grant: Some(grant(&g)),
+                acquired: true,
+                holders: vec![],
+            },
+            Acquired::Busy(holders) => pb::AcquireResponse {
+                grant: None,
+                acquired: false,
+                holders: holders.iter().map(grant).collect(),
+            },
+        }
+    }
+}
+
+/// Reads an acquisition's exactly-once fields: `None` when the client does
+/// not number its requests (`seq` 0).
+pub fn sequence(
+    seq: u64,
+    acked_below: u64,
+    in_flight: Vec<u64>,
+) -> Result<Option<Sequence>, NodeError> {
+    if seq == 0 {
+        if acked_below != 0 || !in_flight.is_empty() {
+            return Err(NodeError::InvalidArgument(
+                "acked_below or in_flight is set but seq is not: number the request too".into(),
+            ));
+        }
+        return Ok(None);
+    }
+    if in_flight.len() > raftlock_proto::limits::MAX_IN_FLIGHT_LISTED {
+        return Err(NodeError::InvalidArgument(format!(
+            "in_flight lists {} sequence numbers; at most {} (the lowest ones)",
+            in_flight.len(),
+            raftlock_proto::limits::MAX_IN_FLIGHT_LISTED
+        )));
+    }
+    if acked_below > seq {
+        return Err(NodeError::InvalidArgument(format!(
+            "acked_below {acked_below} is above the request's own seq {seq}, which still waits for its answer"
+        )));
+    }
+    Ok(Some(Sequence {
+        seq,
+        acked_below,
+        in_flight,
+    }))
 }

@@ -12,6 +12,9 @@ use super::cancel_wait::{guarded, queued, wait_ended, AbandonGuard, Withdraw, Wi
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use crate::messages::{grant, request_id};
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{
     validate, Command, FencingToken, Grant, LeaseError, Reply, RequestId, SessionId,
 };
@@ -302,5 +305,34 @@ impl AcquireAll {
                     .find(|h| h.session == self.session && h.request_id == self.request_id)
             })
             .collect()
+    }
+}
+
+impl OpCall for pb::AcquireAllRequest {
+    type Op = crate::locks::AcquireAll;
+    type Response = pb::AcquireAllResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        Ok(crate::locks::AcquireAll {
+            session: self.session_id,
+            names: self.names,
+            request_id: request_id(&self.request_id)?,
+            wait: self.wait_timeout_ms.map(std::time::Duration::from_millis),
+            metadata: self.metadata,
+            sequence: super::acquire::sequence(self.seq, self.acked_below, self.in_flight)?,
+        })
+    }
+    fn response(out: crate::locks::AcquiredAll) -> pb::AcquireAllResponse {
+        match out {
+            crate::locks::AcquiredAll::Granted(grants) => pb::AcquireAllResponse {
+                acquired: true,
+                grants: grants.iter().map(grant).collect(),
+                holders: vec![],
+            },
+            crate::locks::AcquiredAll::Busy(holders) => pb::AcquireAllResponse {
+                acquired: false,
+                grants: vec![],
+                holders: holders.iter().map(grant).collect(),
+            },
+        }
     }
 }

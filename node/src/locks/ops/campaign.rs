@@ -7,6 +7,9 @@ use super::acquire::{self, Acquire, Acquired, Sequence};
 use crate::auth::Access;
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use crate::messages::{grant, request_id};
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{
     validate, Command, FencingToken, Grant, Mode, Reply, RequestId, SessionId,
 };
@@ -107,5 +110,32 @@ impl Operation for Campaign {
 
     fn let_go(pending: acquire::Pending) {
         Acquire::let_go(pending);
+    }
+}
+
+impl TryFrom<pb::CampaignRequest> for Campaign {
+    type Error = NodeError;
+    fn try_from(r: pb::CampaignRequest) -> Result<Self, NodeError> {
+        Ok(Campaign {
+            request_id: request_id(&r.request_id)?,
+            wait: r.wait_timeout_ms.map(std::time::Duration::from_millis),
+            sequence: super::acquire::sequence(r.seq, r.acked_below, r.in_flight)?,
+            session: r.session_id,
+            name: r.name,
+            value: r.value,
+        })
+    }
+}
+
+impl OpCall for pb::CampaignRequest {
+    type Op = crate::locks::Campaign;
+    type Response = pb::CampaignResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        self.try_into()
+    }
+    fn response(g: raftlock_store::machine::Grant) -> pb::CampaignResponse {
+        pb::CampaignResponse {
+            leader: Some(grant(&g)),
+        }
     }
 }

@@ -13,6 +13,9 @@ use super::release::Release;
 use crate::auth::{Access, Caller};
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use crate::messages::request_id;
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{
     validate, Command, FencingToken, Grant, LeaseError, Reply, RequestId, SessionId, WaitEnd,
 };
@@ -322,6 +325,32 @@ impl Drop for AbandonGuard {
                 std::mem::take(&mut self.name),
                 self.request_id,
             ));
+        }
+    }
+}
+
+impl OpCall for pb::CancelWaitRequest {
+    type Op = CancelWait;
+    type Response = pb::CancelWaitResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        Ok(CancelWait {
+            session: self.session_id,
+            name: self.name,
+            request_id: request_id(&self.request_id)?,
+        })
+    }
+    fn response(done: Cancelled) -> pb::CancelWaitResponse {
+        match done {
+            Cancelled::Removed => pb::CancelWaitResponse {
+                cancelled: true,
+                ..Default::default()
+            },
+            Cancelled::Released(token) => pb::CancelWaitResponse {
+                released: true,
+                token,
+                ..Default::default()
+            },
+            Cancelled::NotWaiting => pb::CancelWaitResponse::default(),
         }
     }
 }

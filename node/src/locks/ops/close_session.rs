@@ -4,6 +4,8 @@ use super::super::pipeline::{proposed, Context, Operation, Rights};
 use super::super::unexpected;
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{Command, Reply, SessionId};
 
 /// Close a session.
@@ -53,5 +55,18 @@ impl Operation for CloseSession {
             (_, Reply::SessionClosed { released }) => Ok(released),
             (_, other) => Err(unexpected(other)),
         }
+    }
+}
+
+impl OpCall for pb::CloseSessionRequest {
+    type Op = CloseSession;
+    type Response = pb::CloseSessionResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        Ok(CloseSession {
+            session: self.session_id,
+        })
+    }
+    fn response(released: Vec<String>) -> pb::CloseSessionResponse {
+        pb::CloseSessionResponse { released }
     }
 }

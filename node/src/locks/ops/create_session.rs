@@ -5,6 +5,9 @@ use super::super::unexpected;
 use crate::auth::Access;
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use crate::messages::creation_key;
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{validate, Command, LeaseError, Origin, Reply, SessionId};
 use std::time::Duration;
 
@@ -117,6 +120,35 @@ impl Operation for CreateSession {
                 Ok((session, Duration::from_millis(ttl_ms)))
             }
             (_, other) => Err(unexpected(other)),
+        }
+    }
+}
+
+impl TryFrom<pb::CreateSessionRequest> for CreateSession {
+    type Error = NodeError;
+    fn try_from(r: pb::CreateSessionRequest) -> Result<Self, NodeError> {
+        Ok(CreateSession {
+            ttl_ms: r.ttl_ms,
+            creation_key: creation_key(&r.creation_key)?,
+            client_name: r.client_name,
+            origin: Origin {
+                host: r.host,
+                pid: r.pid,
+            },
+        })
+    }
+}
+
+impl OpCall for pb::CreateSessionRequest {
+    type Op = crate::locks::CreateSession;
+    type Response = pb::CreateSessionResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        self.try_into()
+    }
+    fn response((session_id, ttl): (u64, std::time::Duration)) -> pb::CreateSessionResponse {
+        pb::CreateSessionResponse {
+            session_id,
+            ttl_ms: ttl.as_millis() as u64,
         }
     }
 }

@@ -5,6 +5,9 @@ use super::super::unexpected;
 use crate::auth::Access;
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use crate::messages::required_spec;
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{validate, Command, LimitSpec, Reply, SessionId};
 
 /// Define limit `name` as `spec`.
@@ -60,5 +63,19 @@ impl Operation for DefineLimit {
             (_, Reply::LimitDefined { created }) => Ok(created),
             (_, other) => Err(unexpected(other)),
         }
+    }
+}
+
+impl OpCall for pb::DefineLimitRequest {
+    type Op = DefineLimit;
+    type Response = pb::DefineLimitResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        Ok(DefineLimit {
+            spec: required_spec(self.limit.as_ref())?,
+            name: self.name,
+        })
+    }
+    fn response(created: bool) -> pb::DefineLimitResponse {
+        pb::DefineLimitResponse { created }
     }
 }

@@ -5,6 +5,8 @@ use super::super::unexpected;
 use crate::auth::Access;
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{validate, Command, Reply, SessionId};
 
 /// Delete limit `name`.
@@ -58,5 +60,16 @@ impl Operation for DeleteLimit {
             }
             (_, other) => Err(unexpected(other)),
         }
+    }
+}
+
+impl OpCall for pb::DeleteLimitRequest {
+    type Op = DeleteLimit;
+    type Response = pb::DeleteLimitResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        Ok(DeleteLimit { name: self.name })
+    }
+    fn response(existed: bool) -> pb::DeleteLimitResponse {
+        pb::DeleteLimitResponse { existed }
     }
 }

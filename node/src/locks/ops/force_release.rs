@@ -6,6 +6,9 @@ use super::super::unexpected;
 use crate::auth::Access;
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use crate::messages::grant;
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{validate, Command, FencingToken, Grant, Reply, SessionId};
 
 /// Take lock `name` away from every holder.
@@ -81,5 +84,19 @@ impl Operation for ForceRelease {
 
     fn token(out: &ForceReleased) -> Option<FencingToken> {
         out.granted.first().map(|g| g.token)
+    }
+}
+
+impl OpCall for pb::ForceReleaseRequest {
+    type Op = ForceRelease;
+    type Response = pb::ForceReleaseResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        Ok(ForceRelease { name: self.name })
+    }
+    fn response(f: crate::locks::ForceReleased) -> pb::ForceReleaseResponse {
+        pb::ForceReleaseResponse {
+            released: f.released.iter().map(grant).collect(),
+            granted: f.granted.iter().map(grant).collect(),
+        }
     }
 }

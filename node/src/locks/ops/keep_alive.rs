@@ -4,6 +4,8 @@
 use super::super::pipeline::{Context, Operation, Rights};
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{Command, Reply, SessionId};
 use std::time::Duration;
 
@@ -49,5 +51,22 @@ impl Operation for KeepAlive {
     ) -> Result<(SessionId, Duration), NodeError> {
         let ttl = cx.locks.leases.renew(self.session).await?;
         Ok((self.session, ttl))
+    }
+}
+
+impl OpCall for pb::KeepAliveRequest {
+    type Op = KeepAlive;
+    type Response = pb::KeepAliveResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        Ok(KeepAlive {
+            session: self.session_id,
+        })
+    }
+    fn response((session_id, ttl): (u64, std::time::Duration)) -> pb::KeepAliveResponse {
+        pb::KeepAliveResponse {
+            session_id,
+            ttl_ms: ttl.as_millis() as u64,
+            gone: false,
+        }
     }
 }

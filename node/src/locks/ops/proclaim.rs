@@ -4,6 +4,8 @@ use super::super::pipeline::{proposed, Context, Operation, Rights};
 use crate::auth::Access;
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{validate, Command, FencingToken, Reply, SessionId};
 
 /// Replace the elected leader's value.
@@ -60,5 +62,27 @@ impl Operation for Proclaim {
         reply: Option<(u64, Reply)>,
     ) -> Result<(), NodeError> {
         proposed(reply).map(drop)
+    }
+}
+
+impl From<pb::ProclaimRequest> for Proclaim {
+    fn from(r: pb::ProclaimRequest) -> Self {
+        Proclaim {
+            session: r.session_id,
+            name: r.name,
+            token: r.token,
+            value: r.value,
+        }
+    }
+}
+
+impl OpCall for pb::ProclaimRequest {
+    type Op = crate::locks::Proclaim;
+    type Response = pb::ProclaimResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        Ok(self.into())
+    }
+    fn response((): ()) -> pb::ProclaimResponse {
+        pb::ProclaimResponse {}
     }
 }

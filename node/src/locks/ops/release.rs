@@ -6,6 +6,9 @@ use super::super::unexpected;
 use crate::auth::Access;
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use crate::messages::grant;
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{validate, Command, FencingToken, Grant, Reply, SessionId};
 
 /// Release a lock held under `token`.
@@ -61,6 +64,29 @@ impl Operation for Release {
         match proposed(reply)? {
             (_, Reply::Released { granted }) => Ok(granted),
             (_, other) => Err(unexpected(other)),
+        }
+    }
+}
+
+impl From<pb::ReleaseRequest> for Release {
+    fn from(r: pb::ReleaseRequest) -> Self {
+        Release {
+            session: r.session_id,
+            name: r.name,
+            token: r.token,
+        }
+    }
+}
+
+impl OpCall for pb::ReleaseRequest {
+    type Op = crate::locks::Release;
+    type Response = pb::ReleaseResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        Ok(self.into())
+    }
+    fn response(granted: Vec<raftlock_store::machine::Grant>) -> pb::ReleaseResponse {
+        pb::ReleaseResponse {
+            granted: granted.iter().map(grant).collect(),
         }
     }
 }

@@ -6,6 +6,8 @@ use super::release::Release;
 use crate::auth::Access;
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{validate, Command, FencingToken, Reply, SessionId};
 
 /// Give up leadership held under `token`.
@@ -63,5 +65,26 @@ impl Operation for Resign {
         reply: Option<(u64, Reply)>,
     ) -> Result<(), NodeError> {
         self.release().answer(cx, (), reply).await.map(drop)
+    }
+}
+
+impl From<pb::ResignRequest> for Resign {
+    fn from(r: pb::ResignRequest) -> Self {
+        Resign {
+            session: r.session_id,
+            name: r.name,
+            token: r.token,
+        }
+    }
+}
+
+impl OpCall for pb::ResignRequest {
+    type Op = crate::locks::Resign;
+    type Response = pb::ResignResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        Ok(self.into())
+    }
+    fn response((): ()) -> pb::ResignResponse {
+        pb::ResignResponse {}
     }
 }

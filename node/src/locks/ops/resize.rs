@@ -5,6 +5,9 @@ use super::super::unexpected;
 use crate::auth::Access;
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use crate::messages::grant;
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{validate, Command, Grant, Reply, SessionId};
 
 /// Set a semaphore's size.
@@ -60,6 +63,28 @@ impl Operation for Resize {
                 Ok(granted)
             }
             (_, other) => Err(unexpected(other)),
+        }
+    }
+}
+
+impl From<pb::ResizeRequest> for Resize {
+    fn from(r: pb::ResizeRequest) -> Self {
+        Resize {
+            name: r.name,
+            permits: r.permits,
+        }
+    }
+}
+
+impl OpCall for pb::ResizeRequest {
+    type Op = crate::locks::Resize;
+    type Response = pb::ResizeResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        Ok(self.into())
+    }
+    fn response(granted: Vec<raftlock_store::machine::Grant>) -> pb::ResizeResponse {
+        pb::ResizeResponse {
+            granted: granted.iter().map(grant).collect(),
         }
     }
 }

@@ -6,6 +6,8 @@ use super::super::unexpected;
 use crate::auth::Access;
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{validate, Command, Reply, SessionId};
 
 /// Return a lease's unspent tokens.
@@ -65,5 +67,20 @@ impl Operation for ReturnTokens {
             (_, Reply::Returned { credited }) => Ok(credited),
             (_, other) => Err(unexpected(other)),
         }
+    }
+}
+
+impl OpCall for pb::ReturnTokensRequest {
+    type Op = ReturnTokens;
+    type Response = pb::ReturnTokensResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        Ok(ReturnTokens {
+            name: self.name,
+            lease: self.lease_id,
+            unused: self.unused,
+        })
+    }
+    fn response(credited: u64) -> pb::ReturnTokensResponse {
+        pb::ReturnTokensResponse { credited }
     }
 }

@@ -9,6 +9,9 @@ use super::super::unexpected;
 use crate::auth::Access;
 use crate::error::NodeError;
 use crate::limits::Limits;
+use crate::locks::call::OpCall;
+use crate::messages::spec;
+use raftlock_proto::v1 as pb;
 use raftlock_store::machine::{validate, Command, LimitSpec, Reply, SessionId};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -194,5 +197,39 @@ impl Operation for TakeOnce {
             }),
             (_, other) => Err(unexpected(other)),
         }
+    }
+}
+
+impl From<pb::TakeRequest> for Take {
+    fn from(r: pb::TakeRequest) -> Self {
+        Take {
+            n: r.n.max(1),
+            spec: r.limit.as_ref().map(spec),
+            wait: r.wait_timeout_ms.map(std::time::Duration::from_millis),
+            lease_ms: r.lease_ms,
+            name: r.name,
+        }
+    }
+}
+
+impl OpCall for pb::TakeRequest {
+    type Op = crate::locks::Take;
+    type Response = pb::TakeResponse;
+    fn op(self) -> Result<Self::Op, NodeError> {
+        Ok(self.into())
+    }
+    fn response(t: crate::locks::Taken) -> pb::TakeResponse {
+        take_response(&t)
+    }
+}
+
+/// A take's answer as the API shows it.
+pub fn take_response(t: &Taken) -> pb::TakeResponse {
+    pb::TakeResponse {
+        admitted: t.admitted,
+        n: t.n,
+        remaining: t.remaining,
+        retry_after_ms: t.retry_after.as_nanos().div_ceil(1_000_000) as u64,
+        lease_id: t.lease.unwrap_or(0),
     }
 }
