@@ -17,7 +17,7 @@
 use proptest::prelude::*;
 use raftlock_proto::limits::MAX_UNACKED_REQUESTS_PER_SESSION;
 use raftlock_store::machine::{
-    Command, LeaseError, LeaseMachine, Mode, Outcome, Reply, RequestId, Terms,
+    Command, Downgrade, LeaseError, LeaseMachine, Mode, Outcome, Reply, RequestId, Terms,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -54,6 +54,11 @@ enum Op {
         req: u8,
     },
     Proclaim {
+        s: usize,
+        lock: usize,
+    },
+    /// A holder makes its hold shared.
+    Downgrade {
         s: usize,
         lock: usize,
     },
@@ -162,6 +167,7 @@ fn op() -> impl Strategy<Value = Op> {
         // waits (with their own request ids) are cancelled too.
         3 => (any::<usize>(), 0..LOCKS.len(), 0u8..10).prop_map(|(s, lock, req)| Op::Cancel { s, lock, req }),
         1 => (any::<usize>(), 0..LOCKS.len()).prop_map(|(s, lock)| Op::Proclaim { s, lock }),
+        2 => (any::<usize>(), 0..LOCKS.len()).prop_map(|(s, lock)| Op::Downgrade { s, lock }),
         1 => (0..LOCKS.len()).prop_map(Op::ForceRelease),
         7 => (any::<usize>(), 0..LOCKS.len(), any::<bool>(), prop::option::weighted(0.2, 1u32..4),
               prop::bool::weighted(0.6), packet(), prop::bool::weighted(0.6), any::<bool>(),
@@ -1083,6 +1089,42 @@ impl Model {
                     answer,
                 )
             }
+            Op::Downgrade { s, lock } => {
+                let session = self.pick(*s);
+                let name = LOCKS[*lock];
+                let held = self
+                    .locks
+                    .get(name)
+                    .and_then(|l| l.holders.iter().find(|h| h.session == session))
+                    .map(|h| (h.token, h.mode));
+                let answer = match (self.alive.contains(&session), held) {
+                    (false, _) => Answer::Err("session-not-found"),
+                    (true, None) => Answer::Err("not-holder"),
+                    (true, Some((token, mode))) => {
+                        if mode == Mode::Exclusive {
+                            let l = self.locks.get_mut(name).expect("held lock exists");
+                            l.permits = l.permits.or(Some(u32::MAX));
+                            for h in l.holders.iter_mut().filter(|h| h.session == session) {
+                                h.mode = Mode::Shared;
+                                h.terms.count = 1;
+                                h.terms.lock_delay_ms = 0;
+                            }
+                            self.grant_queue(name, index);
+                        }
+                        Answer::Acquired(session, token)
+                    }
+                };
+                let token = match answer {
+                    Answer::Acquired(_, t) => t,
+                    _ => 1,
+                };
+                let cmd = Command::Downgrade(Downgrade {
+                    session,
+                    name: name.into(),
+                    token,
+                });
+                (cmd, answer)
+            }
             Op::ForceRelease(lock) => {
                 let name = LOCKS[*lock];
                 if let Some(l) = self.locks.get_mut(name) {
@@ -1332,6 +1374,7 @@ fn answer_of(o: &Outcome) -> Answer {
         Err(e) => Answer::Err(LeaseError::code(e)),
         Ok(Reply::SessionCreated { session, .. }) => Answer::Created(*session),
         Ok(Reply::Acquired(g)) | Ok(Reply::Proclaimed(g)) => Answer::Acquired(g.session, g.token),
+        Ok(Reply::Downgraded { hold, .. }) => Answer::Acquired(hold.session, hold.token),
         Ok(Reply::Queued { position }) => Answer::Queued(*position),
         Ok(Reply::Busy { holders }) => {
             Answer::Busy(holders.iter().map(|h| (h.session, h.token)).collect())

@@ -13,7 +13,7 @@
 //! rewrites the expected outcomes from what the machine does now; review the
 //! diff before committing it.
 
-use raftlock_store::machine::{Command, LeaseMachine, Mode, RequestId};
+use raftlock_store::machine::{Command, Downgrade, LeaseMachine, Mode, RequestId};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -86,6 +86,11 @@ fn parse_command(text: &str) -> Result<Command, String> {
             token: num("token")?,
             value: text("value")?.into_bytes(),
         },
+        "downgrade" => Command::Downgrade(Downgrade {
+            session: num("session")?,
+            name: text("lock")?,
+            token: num("token")?,
+        }),
         "force-release" => Command::ForceRelease {
             name: text("lock")?,
         },

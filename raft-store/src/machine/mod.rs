@@ -23,6 +23,7 @@
 mod acquire;
 mod acquire_all;
 mod cancel_wait;
+mod downgrade;
 mod error;
 mod exactly_once;
 mod force_release;
@@ -41,6 +42,7 @@ mod snapshot;
 mod types;
 pub mod validate;
 
+pub use downgrade::Downgrade;
 pub use error::LeaseError;
 pub use lock::LockState;
 pub use outcome::{Event, Outcome, Reply};
@@ -344,6 +346,28 @@ pub enum Command {
         /// The lock set.
         command: Box<Command>,
     },
+    // Commands from here on are a struct each, declared and applied in a
+    // file of its own ([`Apply`]); a new one is that file, a variant here
+    // and its arm in [`Command::own`].
+    /// See [`Downgrade`].
+    Downgrade(Downgrade),
+}
+
+/// A command declared in a file of its own: its struct is its fields, and
+/// it applies itself to the machine. Commands added since `SequencedSet`
+/// take this form, so that the machine's dispatch needs no arm for them.
+pub trait Apply {
+    /// A short name, for logs and metrics.
+    fn kind(&self) -> &'static str;
+    /// Applies it, as [`LeaseMachine::apply`] does: proposed at `at_ms`
+    /// (leader's wall clock), committed at `index`.
+    fn apply(
+        &self,
+        machine: &mut LeaseMachine,
+        index: LogIndex,
+        at_ms: u64,
+        events: &mut Vec<Event>,
+    ) -> Result<Reply, LeaseError>;
 }
 
 impl Command {
@@ -375,6 +399,15 @@ impl Command {
             Command::AcquireAll { .. } => "acquire_all",
             Command::WithinSessionLimit { command, .. } => command.kind(),
             Command::SequencedSet { command, .. } => command.kind(),
+            own => own.own().map_or("unknown", Apply::kind),
+        }
+    }
+
+    /// The command as the [`Apply`] it is, for a command of that form.
+    pub fn own(&self) -> Option<&dyn Apply> {
+        match self {
+            Command::Downgrade(c) => Some(c),
+            _ => None,
         }
     }
 
@@ -519,6 +552,7 @@ impl LeaseMachine {
                 all,
                 sequence: Some(sequence),
             } => self.sequenced(sequence, Acquisition::Set(all), index, at_ms, events_),
+            Request::Own(c) => c.apply(self, index, at_ms, events_),
             Request::Malformed(e) => Err(e),
         };
         Outcome { reply, events }

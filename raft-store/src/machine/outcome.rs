@@ -118,6 +118,13 @@ pub enum Reply {
     /// that lost the race to the set's grant), one grant each, in name
     /// order.
     AcquiredAll(Vec<Grant>),
+    /// An exclusive hold is shared now.
+    Downgraded {
+        /// The hold as it is now.
+        hold: Grant,
+        /// Shared waiters granted beside it.
+        granted: Vec<Grant>,
+    },
 }
 
 /// Something that changed while applying a command.
@@ -278,6 +285,14 @@ impl fmt::Display for Reply {
             }
             Reply::Returned { credited } => write!(f, "returned credited={credited}"),
             Reply::LimitDeleted { existed } => write!(f, "limit-deleted existed={existed}"),
+            Reply::Downgraded { hold, granted } => {
+                write!(
+                    f,
+                    "downgraded {} granted={}",
+                    fmt_grant(hold),
+                    granted.len()
+                )
+            }
         }
     }
 }

@@ -84,6 +84,8 @@ pub(super) enum Request<'a> {
         /// Its place in the session's exactly-once numbering, if any.
         sequence: Option<Sequence<'a>>,
     },
+    /// A command that applies itself ([`super::Apply`]).
+    Own(&'a dyn super::Apply),
     /// A wrapper around a command it cannot wrap: refused with this.
     Malformed(LeaseError),
 }
@@ -286,6 +288,14 @@ impl<'a> Request<'a> {
                     metadata,
                 },
                 sequence: None,
+            },
+            // Every command of the newer form applies itself.
+            own => match own.own() {
+                Some(c) => Request::Own(c),
+                None => Request::Malformed(LeaseError::InvalidArgument(format!(
+                    "{} is neither a request nor a command that applies itself",
+                    own.kind()
+                ))),
             },
         }
     }

@@ -11,7 +11,7 @@
 use super::invariants::{checked_apply, Tracker};
 use raftlock_proto::limits;
 use raftlock_store::machine::{
-    Command, LeaseMachine, LimitSpec, Mode, Reply, RequestId, SessionId, Terms,
+    Command, Downgrade, LeaseMachine, LimitSpec, Mode, Reply, RequestId, SessionId, Terms,
 };
 
 /// A source of choices.
@@ -651,7 +651,20 @@ impl Driver {
                     name,
                 }
             }
-            200..=214 => {
+            210..=214 => match self.member(d, true) {
+                // A holder making its hold shared: mostly a real one's.
+                Some((name, session, token, _)) => Command::Downgrade(Downgrade {
+                    session,
+                    name,
+                    token: if d.byte() < 220 { token } else { token + 1 },
+                }),
+                None => Command::Downgrade(Downgrade {
+                    session: self.session(d),
+                    name: self.name(d),
+                    token: 1,
+                }),
+            },
+            200..=209 => {
                 let session = self.session(d);
                 let name = self.name(d);
                 Command::Proclaim {

@@ -1017,6 +1017,37 @@ fn check_reply(
                 );
             }
         }
+        Reply::Downgraded { hold, granted } => {
+            let Command::Downgrade(d) = cmd else {
+                return Err("Downgraded answers another command".into());
+            };
+            let was = holder_of(before, &d.name, d.session);
+            ensure!(
+                was.as_ref()
+                    .is_some_and(|w| w.token == d.token && w.token == hold.token),
+                "downgraded {:?}/{}/{} to {hold:?}, the hold was {was:?}",
+                d.name,
+                d.session,
+                d.token
+            );
+            ensure!(
+                hold.mode == Mode::Shared
+                    && hold.terms.lock_delay_ms == 0
+                    && holder_of(after, &d.name, d.session).as_ref() == Some(hold),
+                "the downgraded hold is not held shared as answered"
+            );
+            ensure!(
+                was.is_some_and(|w| w.mode == Mode::Exclusive)
+                    || (granted.is_empty() && before == after),
+                "a downgrade of a shared hold changed the state"
+            );
+            for g in granted {
+                ensure!(
+                    g.mode == Mode::Shared && outcome.events.iter().any(|e| e.grant() == Some(g)),
+                    "a grant beside a downgraded hold is not shared or has no event"
+                );
+            }
+        }
         Reply::Proclaimed(g) => {
             let Command::Proclaim { value, .. } = cmd else {
                 return Err("Proclaimed answers another command".into());
