@@ -7,6 +7,7 @@ use crate::session::Session;
 use crate::types::{grant_from, Grant, Mode};
 use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1 as pb;
+use raftlock_proto::v1::lock_client::LockClient;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -575,6 +576,46 @@ impl LockGuard {
     pub async fn release(self) -> Result<(), Error> {
         self.released.store(true, Ordering::SeqCst);
         release(&self.session, &self.grant).await
+    }
+
+    /// Makes this exclusive hold shared, as a read-write lock's writer
+    /// becomes a reader without letting go: the token stays the same, and
+    /// the readers queued at the front are granted beside it in the same
+    /// log entry, so no other writer comes between. A hold that is already
+    /// shared stays as it is. The hold's lock-delay is dropped (it protects
+    /// exclusive holds only).
+    ///
+    /// ```no_run
+    /// # async fn f(s: raftlock_client::Session) -> Result<(), raftlock_client::Error> {
+    /// let mut guard = s.lock("config/routes").acquire().await?;
+    /// // ... write the new routes with guard.token(), then go on reading them:
+    /// guard.downgrade().await?;
+    /// assert_eq!(guard.grant().mode, raftlock_client::Mode::Shared);
+    /// # Ok(()) }
+    /// ```
+    pub async fn downgrade(&mut self) -> Result<(), Error> {
+        let client = &self.session.inner.client;
+        let (session_id, token) = (self.session.id(), self.grant.token);
+        let name = self.grant.name.as_str();
+        let resp = client
+            .inner
+            .cluster
+            .retry(client.options().deadline, |ch, _| async move {
+                LockClient::new(ch)
+                    .downgrade(pb::DowngradeRequest {
+                        session_id,
+                        name: name.to_owned(),
+                        token,
+                    })
+                    .await
+            })
+            .await
+            .map_err(|s| Error::from_status(&s, Some(session_id), Some(name)))?
+            .into_inner();
+        if let Some(hold) = resp.hold {
+            self.grant = grant_from(hold);
+        }
+        Ok(())
     }
 
     /// Lets go of the guard without releasing the lock: it stays held until

@@ -107,6 +107,63 @@ func TestSharedLocksSemaphoresMetadataAndLockDelay(t *testing.T) {
 	}
 }
 
+func TestADowngradedWriterKeepsItsTokenAndLetsTheQueuedReaderIn(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{})
+	cl := connect(t, c)
+	ctx := ctxT(t, 30*time.Second)
+	ws, rs, other := session(t, cl, 10*time.Second), session(t, cl, 10*time.Second), session(t, cl, 10*time.Second)
+	w := raftlock.NewMutex(ws, "f/routes")
+	if err := w.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	token := w.Token()
+	r := raftlock.NewMutex(rs, "f/routes", raftlock.WithShared())
+	read := make(chan error, 1)
+	go func() { read <- r.Lock(ctx) }()
+	for {
+		info, err := cl.Describe(ctx, "f/routes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(info.Waiters) == 1 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := w.Downgrade(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g := w.Grant(); g.Token != token || g.Mode != raftlock.Shared {
+		t.Fatalf("after the downgrade: %+v, token was %d", g, token)
+	}
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Fatalf("the reader: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reader was not let in by the downgrade")
+	}
+	if r.Token() <= token {
+		t.Fatalf("reader's token %d not above %d", r.Token(), token)
+	}
+	if err := raftlock.NewMutex(other, "f/routes").TryLock(ctx); !errors.Is(err, raftlock.ErrLocked) {
+		t.Fatalf("a writer beside the readers: %v", err)
+	}
+	if err := w.Downgrade(ctx); err != nil {
+		t.Fatalf("a retried downgrade: %v", err)
+	}
+	if info, err := cl.Describe(ctx, "f/routes"); err != nil || len(info.Holders) != 2 {
+		t.Fatalf("describe: %+v %v", info, err)
+	}
+	if err := r.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRateLimitsTakeTryTakeAndReserve(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{})
 	cl := connect(t, c)

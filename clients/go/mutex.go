@@ -563,6 +563,45 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	return err
 }
 
+// Downgrade makes the mutex's exclusive hold shared, as a read-write
+// lock's writer becomes a reader without letting go: the token stays the
+// same, and the readers queued at the front are granted beside it in the
+// same log entry, so no other writer comes between. A hold already shared
+// stays so; the hold's lock-delay is dropped (it protects exclusive holds
+// only). ErrNotHolder says the mutex holds nothing.
+//
+//	m := raftlock.NewMutex(s, "config/routes")
+//	if err := m.Lock(ctx); err != nil { ... }
+//	writeRoutes(m.Token())
+//	if err := m.Downgrade(ctx); err != nil { ... } // m.Grant().Mode == raftlock.Shared
+func (m *Mutex) Downgrade(ctx context.Context) error {
+	m.mu.Lock()
+	g := m.grant
+	m.mu.Unlock()
+	if g == nil {
+		return &Error{Reason: ReasonNotHolder, Code: "FAILED_PRECONDITION", Message: fmt.Sprintf("lock %q is not held by this mutex", m.name)}
+	}
+	s := m.s
+	var r struct {
+		Hold *grantJSON `json:"hold"`
+	}
+	err := s.cl.c.call(ctx, "/v1/lock/downgrade", callOpts{}, func(int) interface{} {
+		return map[string]interface{}{"sessionId": str(s.id), "name": m.name, "token": str(g.Token)}
+	}, &r)
+	if err != nil {
+		s.noteErr(err)
+		return err
+	}
+	if r.Hold != nil {
+		m.mu.Lock()
+		if m.grant != nil && m.grant.Token == g.Token {
+			m.grant = r.Hold.grant()
+		}
+		m.mu.Unlock()
+	}
+	return nil
+}
+
 // Release releases the hold of lock name that this session has under
 // token, whichever handle acquired it: the same call as Mutex.Unlock, for
 // a grant known only by its token. ErrStaleToken says the session holds

@@ -288,6 +288,28 @@ async def test_a_semaphore_hold_takes_several_permits_and_a_resize_lets_waiters_
         assert await client.resize("sem/pool", 0) == []
 
 
+async def test_a_downgraded_writer_keeps_its_token_and_lets_the_queued_reader_in(
+    cluster: Cluster,
+) -> None:
+    async with raftlock.Client(cluster.endpoints) as client:
+        writer = await client.session(ttl=10)
+        reader = await client.session(ttl=10)
+        other = await client.session(ttl=10)
+        guard = await writer.lock("rw/routes", timeout=5)
+        token = guard.token
+        reading = asyncio.create_task(reader.lock("rw/routes", shared=True, timeout=20)._acquire_or_raise())
+        await _queued(client, "rw/routes", 1)
+        await guard.downgrade()
+        assert guard.token == token and guard.grant.shared
+        read = await asyncio.wait_for(reading, 5)
+        assert read.token > token
+        assert await other.try_lock("rw/routes") is None, "a writer still cannot hold it"
+        await guard.downgrade()  # a retry changes nothing
+        assert len((await client.describe("rw/routes")).holders) == 2
+        await read.release()
+        await guard.release()
+
+
 async def test_a_hold_cap_is_lost_here_before_the_leader_releases_it(cluster: Cluster) -> None:
     async with raftlock.Client(cluster.endpoints) as client:
         s = await client.session(ttl=10)

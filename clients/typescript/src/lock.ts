@@ -90,6 +90,7 @@ interface AcquireJson {
  */
 export class LockGuard {
   private released = false;
+  private current: Grant;
   /** When the hold cap makes the lock lost (`performance.now()` clock). */
   private readonly capUntil: number | undefined;
   private capTimer: ReturnType<typeof setTimeout> | undefined;
@@ -104,10 +105,10 @@ export class LockGuard {
   constructor(
     /** The session holding the lock. */
     readonly session: Session,
-    /** The grant as the cluster recorded it. */
-    readonly grant: Grant,
+    grant: Grant,
     sentAt?: number,
   ) {
+    this.current = grant;
     const cap = grant.maxHoldMs;
     if (!(cap > 0)) {
       this.lostPromise = session.lost;
@@ -218,6 +219,33 @@ export class LockGuard {
   private stopCapTimer(): void {
     if (this.capTimer !== undefined) clearTimeout(this.capTimer);
     this.capTimer = undefined;
+  }
+
+  /** The grant as the cluster recorded it (shared after {@link LockGuard.downgrade}). */
+  get grant(): Grant {
+    return this.current;
+  }
+
+  /**
+   * Makes this exclusive hold shared, as a read-write lock's writer becomes
+   * a reader without letting go: the token stays the same, and the readers
+   * queued at the front are granted beside it in the same log entry, so no
+   * other writer comes between. A hold already shared stays so; the hold's
+   * lock-delay is dropped (it protects exclusive holds only).
+   *
+   * @example
+   * ```ts
+   * const guard = await session.lock("config/routes");
+   * await writeRoutes(guard.token);
+   * await guard.downgrade(); // guard.grant.mode === "shared"
+   * ```
+   */
+  async downgrade(): Promise<void> {
+    const s = this.session;
+    const r = await s.cluster.call<{ hold?: GrantJson }>("/v1/lock/downgrade", () => ({
+      body: { sessionId: String(s.id), name: this.name, token: String(this.token) },
+    }));
+    if (r.hold) this.current = grantFrom(r.hold);
   }
 
   /**

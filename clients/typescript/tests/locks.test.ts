@@ -131,6 +131,24 @@ describe("locks on a real cluster", () => {
     assert.deepEqual((await client.describe("try/sem")).holders, []);
   });
 
+  test("a downgraded writer keeps its token and lets the queued reader in", { timeout: 30_000 }, async () => {
+    const [writer, reader, other] = [await client.session(), await client.session(), await client.session()];
+    const guard = await writer.lock("rw/routes");
+    const token = guard.token;
+    const reading = reader.lock("rw/routes", { shared: true, timeoutMs: 20_000 });
+    await eventually("the reader queued", async () => (await client.describe("rw/routes")).waiters.length === 1);
+    await guard.downgrade();
+    assert.equal(guard.token, token, "the token names the same hold");
+    assert.equal(guard.grant.mode, "shared");
+    const read = await within(reading, 5_000, "the reader let in by the downgrade");
+    assert.ok(read.token > token);
+    assert.equal(await other.tryLock("rw/routes"), null, "a writer still cannot hold it");
+    await guard.downgrade();
+    assert.equal((await client.describe("rw/routes")).holders.length, 2, "a retry changes nothing");
+    await Promise.all([read.release(), guard.release()]);
+    await Promise.all([writer.close(), reader.close(), other.close()]);
+  });
+
   test("withLock releases when the function throws, and with a client makes its own session", { timeout: 30_000 }, async () => {
     const s = await client.session();
     await assert.rejects(

@@ -349,3 +349,76 @@ async fn closing_the_client_releases_its_sessions_locks_at_once() {
     assert!(started.elapsed() < Duration::from_secs(3));
     next.release().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_downgraded_writer_keeps_its_token_and_lets_the_queued_readers_in() {
+    let cluster = Cluster::start(3).await;
+    let client = cluster.client().await;
+    let session = |name| {
+        let client = client.clone();
+        async move {
+            client
+                .session_named(Duration::from_secs(10), name)
+                .await
+                .unwrap()
+        }
+    };
+    let (writer, reader, other_writer) = (
+        session("writer").await,
+        session("reader").await,
+        session("other").await,
+    );
+    let mut guard = writer.lock("config/routes").acquire().await.unwrap();
+    let token = guard.token();
+    let read = tokio::spawn({
+        let reader = reader.clone();
+        async move {
+            reader
+                .lock("config/routes")
+                .shared()
+                .timeout(Duration::from_secs(20))
+                .acquire()
+                .await
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client
+        .describe("config/routes")
+        .await
+        .unwrap()
+        .waiters
+        .is_empty()
+    {
+        assert!(Instant::now() < deadline, "the reader never queued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    guard.downgrade().await.unwrap();
+    assert_eq!(guard.token(), token, "the token names the same hold");
+    assert_eq!(guard.grant().mode, raftlock_client::Mode::Shared);
+    let read = tokio::time::timeout(Duration::from_secs(5), read)
+        .await
+        .expect("the reader is let in by the downgrade")
+        .unwrap()
+        .unwrap();
+    assert!(read.token() > token);
+    // The two readers hold it together; a writer still cannot.
+    assert!(other_writer
+        .lock("config/routes")
+        .try_acquire()
+        .await
+        .unwrap()
+        .is_none());
+    // A retried downgrade changes nothing.
+    guard.downgrade().await.unwrap();
+    assert_eq!(
+        client
+            .describe("config/routes")
+            .await
+            .unwrap()
+            .holders
+            .len(),
+        2
+    );
+    read.release().await.unwrap();
+    guard.release().await.unwrap();
+}

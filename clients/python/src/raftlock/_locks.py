@@ -429,6 +429,31 @@ class Guard:
             session_lost.cancel()
         return self._hold_error()
 
+    async def downgrade(self) -> None:
+        """Makes this exclusive hold shared, as a read-write lock's writer
+        becomes a reader without letting go: the token stays the same, and
+        the readers queued at the front are granted beside it in the same
+        step, so no other writer comes between. A hold already shared stays
+        so; the hold's lock-delay is dropped (it protects exclusive holds
+        only)::
+
+            async with await session.lock("config/routes").acquire() as guard:
+                await write_routes(guard.token)
+                await guard.downgrade()
+                await serve_from_routes()
+        """
+        s = self.session
+        req = pb.DowngradeRequest(session_id=s.id, name=self.name, token=self.token)
+
+        async def call(ch: grpc.aio.Channel, t: float, md: object) -> pb.DowngradeResponse:
+            r: pb.DowngradeResponse = await _stub(rpc.LockStub, ch).Downgrade(
+                req, timeout=t, metadata=md
+            )
+            return r
+
+        resp = await s.client._call(call)
+        self.grant = Grant._from(resp.hold)
+
     async def release(self) -> None:
         """Releases the lock; the next waiter is granted in the same step."""
         if self._released:

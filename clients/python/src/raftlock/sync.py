@@ -380,6 +380,17 @@ class Guard:
         lost or the hold cap ran out), or ``timeout``; returns why."""
         return self._session._client._loop.run(self._inner.lost(), timeout)
 
+    def downgrade(self) -> None:
+        """Makes this exclusive hold shared, keeping its token; the readers
+        queued at the front are granted beside it (see
+        :meth:`raftlock.aio.Guard.downgrade`)::
+
+            with session.lock("config/routes").acquire() as guard:
+                write_routes(guard.token)
+                guard.downgrade()
+        """
+        self._session._client._loop.run(self._inner.downgrade())
+
     def release(self) -> None:
         """Releases the lock."""
         self._session._client._loop.run(self._inner.release())

@@ -22,6 +22,8 @@ mod define_limit;
 pub use define_limit::DefineLimit;
 mod delete_limit;
 pub use delete_limit::DeleteLimit;
+mod downgrade;
+pub use downgrade::{Downgrade, Downgraded};
 mod force_release;
 pub use force_release::{ForceRelease, ForceReleased};
 mod keep_alive;

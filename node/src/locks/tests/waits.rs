@@ -152,3 +152,66 @@ async fn cancel_wait_takes_a_queued_acquire_out_and_is_an_answer_when_there_is_n
     let r = f.locks.run(&f.anyone, cancel).await.unwrap();
     assert!(matches!(r, Cancelled::NotWaiting), "{r:?}");
 }
+
+#[tokio::test]
+async fn a_downgrade_lets_the_readers_at_the_front_in_and_keeps_the_writer_behind_them_waiting() {
+    let f = fixture().await;
+    let (w, r1, w2, r2) = (
+        f.session().await,
+        f.session().await,
+        f.session().await,
+        f.session().await,
+    );
+    let held = f.hold(w, "rw").await;
+    let reader = |s| {
+        let (locks, anyone) = (f.locks.clone(), f.anyone.clone());
+        let op = Acquire {
+            mode: Mode::Shared,
+            ..acquire(s, "rw", Some(Duration::from_secs(30)))
+        };
+        tokio::spawn(async move { locks.run(&anyone, op).await })
+    };
+    let first_reader = reader(r1);
+    f.until_waiters("rw", 1).await;
+    let writer = wait_for(&f, w2, "rw", Duration::from_secs(30));
+    f.until_waiters("rw", 2).await;
+    let second_reader = reader(r2);
+    f.until_waiters("rw", 3).await;
+
+    let stale = Downgrade {
+        session: w,
+        name: "rw".into(),
+        token: held.token + 1,
+    };
+    assert_eq!(
+        reason_of(f.locks.run(&f.anyone, stale).await),
+        Reason::StaleToken
+    );
+    let op = Downgrade {
+        session: w,
+        name: "rw".into(),
+        token: held.token,
+    };
+    let out = f.locks.run(&f.anyone, op.clone()).await.unwrap();
+    assert_eq!(out.hold.token, held.token, "the token names the same hold");
+    assert_eq!(out.hold.mode, Mode::Shared);
+    let granted = match first_reader.await.unwrap().unwrap() {
+        Acquired::Granted(g) => g,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(out.granted, vec![granted.clone()]);
+    assert!(granted.token > held.token);
+    assert_eq!(
+        f.waiters("rw").await,
+        2,
+        "the writer queued next, and the reader behind it, still wait"
+    );
+    let again = f.locks.run(&f.anyone, op).await.unwrap();
+    assert_eq!(
+        (again.hold, again.granted),
+        (out.hold, vec![]),
+        "a retry changes nothing"
+    );
+    writer.abort();
+    second_reader.abort();
+}

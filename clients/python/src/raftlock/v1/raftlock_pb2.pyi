@@ -284,6 +284,24 @@ class DescribeResponse(_message.Message):
     waiters: _containers.RepeatedCompositeFieldContainer[Waiter]
     def __init__(self, name: _Optional[str] = ..., permits: _Optional[int] = ..., holders: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ..., waiters: _Optional[_Iterable[_Union[Waiter, _Mapping]]] = ..., applied_index: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[SessionInfo, _Mapping]]] = ..., lock_delay_ms: _Optional[int] = ..., resized: bool = ...) -> None: ...
 
+class DowngradeRequest(_message.Message):
+    __slots__ = ["name", "session_id", "token"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    session_id: int
+    token: int
+    def __init__(self, session_id: _Optional[int] = ..., name: _Optional[str] = ..., token: _Optional[int] = ...) -> None: ...
+
+class DowngradeResponse(_message.Message):
+    __slots__ = ["granted", "hold"]
+    GRANTED_FIELD_NUMBER: _ClassVar[int]
+    HOLD_FIELD_NUMBER: _ClassVar[int]
+    granted: _containers.RepeatedCompositeFieldContainer[Grant]
+    hold: Grant
+    def __init__(self, hold: _Optional[_Union[Grant, _Mapping]] = ..., granted: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ...) -> None: ...
+
 class ForceReleaseRequest(_message.Message):
     __slots__ = ["name"]
     NAME_FIELD_NUMBER: _ClassVar[int]

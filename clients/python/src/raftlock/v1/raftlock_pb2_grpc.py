@@ -266,6 +266,11 @@ class LockStub(object):
                 request_serializer=raftlock_dot_v1_dot_raftlock__pb2.AcquireAllRequest.SerializeToString,
                 response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.AcquireAllResponse.FromString,
                 )
+        self.Downgrade = channel.unary_unary(
+                '/raftlock.v1.Lock/Downgrade',
+                request_serializer=raftlock_dot_v1_dot_raftlock__pb2.DowngradeRequest.SerializeToString,
+                response_deserializer=raftlock_dot_v1_dot_raftlock__pb2.DowngradeResponse.FromString,
+                )
 
 
 class LockServicer(object):
@@ -395,6 +400,19 @@ class LockServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Downgrade(self, request, context):
+        """Turns an exclusive hold into a shared one, as a read-write lock's
+        writer becomes a reader without letting go: the token stays, and the
+        shared waiters at the front of the queue that now fit are granted in
+        the same log entry, so no other writer comes between. A hold that is
+        already shared is left as it is (a retry gets the same answer); the
+        hold's lock-delay is dropped, as it protects exclusive holds only.
+        Needs the `lock` right on the name, and the session's identity.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LockServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -452,6 +470,11 @@ def add_LockServicer_to_server(servicer, server):
                     servicer.AcquireAll,
                     request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.AcquireAllRequest.FromString,
                     response_serializer=raftlock_dot_v1_dot_raftlock__pb2.AcquireAllResponse.SerializeToString,
+            ),
+            'Downgrade': grpc.unary_unary_rpc_method_handler(
+                    servicer.Downgrade,
+                    request_deserializer=raftlock_dot_v1_dot_raftlock__pb2.DowngradeRequest.FromString,
+                    response_serializer=raftlock_dot_v1_dot_raftlock__pb2.DowngradeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -653,6 +676,23 @@ class Lock(object):
         return grpc.experimental.unary_unary(request, target, '/raftlock.v1.Lock/AcquireAll',
             raftlock_dot_v1_dot_raftlock__pb2.AcquireAllRequest.SerializeToString,
             raftlock_dot_v1_dot_raftlock__pb2.AcquireAllResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Downgrade(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/raftlock.v1.Lock/Downgrade',
+            raftlock_dot_v1_dot_raftlock__pb2.DowngradeRequest.SerializeToString,
+            raftlock_dot_v1_dot_raftlock__pb2.DowngradeResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
