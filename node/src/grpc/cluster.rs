@@ -3,7 +3,7 @@
 use super::status;
 use crate::auth::caller;
 use crate::error::NodeError;
-use crate::raft::node::Node;
+use crate::raft::admin::Admin;
 use openraft::ServerState;
 use raftlock_proto::reason::{self, Reason};
 use raftlock_proto::v1::cluster_server::Cluster as ClusterApi;
@@ -11,7 +11,6 @@ use raftlock_proto::v1::*;
 use raftlock_store::NodeInfo;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
 use tracing::Instrument;
@@ -19,12 +18,12 @@ use tracing::Instrument;
 /// Serves cluster status and membership changes.
 #[derive(Clone)]
 pub struct ClusterService {
-    node: Arc<Node>,
+    node: Admin,
 }
 
 impl ClusterService {
-    /// Serves `node`.
-    pub fn new(node: Arc<Node>) -> Self {
+    /// Serves the administration of a node.
+    pub fn new(node: Admin) -> Self {
         ClusterService { node }
     }
 
@@ -34,7 +33,7 @@ impl ClusterService {
     }
 }
 
-fn members(node: &Node) -> (Vec<Member>, Vec<Member>) {
+fn members(node: &Admin) -> (Vec<Member>, Vec<Member>) {
     let m = node.metrics().borrow().clone();
     let membership = m.membership_config.membership();
     let voters: BTreeSet<u64> = membership.voter_ids().collect();
@@ -55,7 +54,7 @@ fn members(node: &Node) -> (Vec<Member>, Vec<Member>) {
     (members, learners)
 }
 
-fn membership_response(node: &Node, log_index: u64) -> MembershipResponse {
+fn membership_response(node: &Admin, log_index: u64) -> MembershipResponse {
     let (members, learners) = members(node);
     MembershipResponse {
         log_index,
@@ -64,7 +63,7 @@ fn membership_response(node: &Node, log_index: u64) -> MembershipResponse {
     }
 }
 
-fn raft_err<E: std::error::Error>(node: &Node, e: openraft::error::RaftError<u64, E>) -> Status {
+fn raft_err<E: std::error::Error>(node: &Admin, e: openraft::error::RaftError<u64, E>) -> Status {
     let text = e.to_string();
     match e {
         openraft::error::RaftError::APIError(_) if !node.is_leader() => status(node.not_leader()),
@@ -77,7 +76,7 @@ fn raft_err<E: std::error::Error>(node: &Node, e: openraft::error::RaftError<u64
 
 /// This node's view of the cluster; with `want_counts`, the applied
 /// state's sizes, read linearizably. Shared by gRPC and HTTP.
-pub async fn status_of(node: &Node, want_counts: bool) -> Result<StatusResponse, NodeError> {
+pub async fn status_of(node: &Admin, want_counts: bool) -> Result<StatusResponse, NodeError> {
     let m = node.metrics().borrow().clone();
     let role = match m.state {
         ServerState::Leader => Role::Leader,
@@ -169,8 +168,7 @@ impl ClusterApi for ClusterService {
         };
         let resp = self
             .node
-            .membership_admin()
-            .add_learner(r.node_id, info, false)
+            .add_learner(r.node_id, info)
             .await
             .map_err(|e| raft_err(&self.node, e))?;
         if r.wait_caught_up {
@@ -234,8 +232,7 @@ impl ClusterApi for ClusterService {
             if !voters.is_empty() {
                 let resp = self
                     .node
-                    .membership_admin()
-                    .change_membership(voters, r.retain_as_learners)
+                    .change_voters(voters, r.retain_as_learners)
                     .await
                     .map_err(|e| raft_err(&self.node, e))?;
                 index = resp.log_id.index;
@@ -243,8 +240,7 @@ impl ClusterApi for ClusterService {
             if !drop.is_empty() {
                 let resp = self
                     .node
-                    .membership_admin()
-                    .change_membership(openraft::ChangeMembers::RemoveNodes(drop), false)
+                    .remove_learners(drop)
                     .await
                     .map_err(|e| raft_err(&self.node, e))?;
                 index = resp.log_id.index;
@@ -300,9 +296,7 @@ impl ClusterApi for ClusterService {
     ) -> Result<Response<TransferLeaderResponse>, Status> {
         caller(&req)?.check_cluster_admin("transfer leadership")?;
         let to = req.into_inner().to_node_id;
-        let leader = crate::raft::transfer::transfer_leadership(&self.node, to)
-            .await
-            .map_err(status)?;
+        let leader = self.node.transfer_leadership(to).await.map_err(status)?;
         Ok(Response::new(TransferLeaderResponse { leader_id: leader }))
     }
 }

@@ -4,7 +4,7 @@
 //! usable as Kubernetes probes. Also the gauges and counters that are read
 //! off Raft and the state machine rather than measured on a request path.
 
-use crate::raft::node::Node;
+use crate::raft::admin::Admin;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
@@ -36,7 +36,7 @@ const METRICS_EVERY: Duration = Duration::from_millis(50);
 
 /// Keeps the Raft and state-machine gauges current, and counts grants and
 /// session ends as entries are applied. Runs until the Raft stops.
-pub async fn track(node: Arc<Node>, waits: Arc<crate::locks::waits::Waits>) {
+pub async fn track(node: Admin, waits: Arc<crate::locks::waits::Waits>) {
     let mut raft = node.metrics();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut leader = None;
@@ -194,14 +194,14 @@ impl Holds {
 
 #[derive(Clone)]
 struct AdminState {
-    node: Arc<Node>,
+    node: Admin,
     handle: PrometheusHandle,
 }
 
 /// Serves the admin endpoints on `listener` until `stop`.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    node: Arc<Node>,
+    node: Admin,
     handle: PrometheusHandle,
     ui: crate::ops::ui::Ui,
     mut stop: watch::Receiver<bool>,

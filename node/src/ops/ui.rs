@@ -52,8 +52,8 @@ const RECENT_EVENTS: usize = 50;
 pub struct Ui {
     /// The lock service of this node.
     pub locks: Locks,
-    /// The node itself, for its Raft view (role, log, members).
-    pub node: std::sync::Arc<crate::raft::node::Node>,
+    /// The node's Raft view (role, log, members).
+    pub node: crate::raft::admin::Admin,
     /// The client port's authenticator.
     pub auth: SharedAuth,
 }

@@ -1,9 +1,12 @@
 //! Raft plumbing: everything between a lock operation and the replicated
 //! log, and nothing about locks.
 //!
-//! The lock service sees one handle, [`node::Node`]: `propose` a command
-//! and get its applied outcome, `linearizable` before a read of the applied
-//! state, and `leader_addr` / `is_leader` to send a caller to the leader.
+//! The lock service sees one handle, [`node::Node`], as a `Replica`:
+//! `propose` a command and get its applied outcome, `linearizable` before a
+//! read of the applied state, and `leader_addr` / `is_leader` to send a
+//! caller to the leader. The cluster's administration (the Cluster gRPC
+//! service, the admin port, the inspector) sees another, [`admin::Admin`],
+//! which cannot propose.
 //! Behind it: group commit of concurrent proposals ([`batch`]), batched
 //! leadership confirmation ([`confirm`]), the peer network and its wire
 //! encoding ([`network`], [`peer_codec`]), leadership transfer
@@ -14,6 +17,7 @@
 //! Nothing here imports the lock service, a transport or an operations
 //! module.
 
+pub mod admin;
 pub mod batch;
 pub mod cluster_identity;
 pub mod confirm;

@@ -81,7 +81,9 @@ pub(super) async fn serve(
         // Also on the peer port, so a leader handing over can ask its
         // successor to campaign at an address it is sure to reach.
         .add_service(InterceptedService::new(
-            ClusterServer::new(ClusterService::new(node.clone())),
+            ClusterServer::new(ClusterService::new(crate::raft::admin::Admin::new(
+                node.clone(),
+            ))),
             peer_caller,
         ));
     let peer_server = match peer_tls.clone() {
@@ -150,7 +152,7 @@ pub(super) async fn serve(
     // where both kinds of client retry.
     let routes = tonic::service::Routes::from(crate::http::router(
         locks.clone(),
-        ClusterService::new(node.clone()),
+        ClusterService::new(crate::raft::admin::Admin::new(node.clone())),
         auth.clone(),
         max,
     ))
@@ -184,7 +186,10 @@ pub(super) async fn serve(
         authenticate.clone(),
     ))
     .add_service(InterceptedService::new(
-        ClusterServer::new(ClusterService::new(node.clone())).max_decoding_message_size(max),
+        ClusterServer::new(ClusterService::new(crate::raft::admin::Admin::new(
+            node.clone(),
+        )))
+        .max_decoding_message_size(max),
         authenticate,
     ));
     let client_router = client_builder

@@ -155,8 +155,9 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     )
     .await?;
     let handle = crate::ops::metrics::recorder();
+    let admin = crate::raft::admin::Admin::new(node.clone());
     tokio::spawn(crate::ops::admin::track(
-        node.clone(),
+        admin.clone(),
         locks.waits().clone(),
     ));
     for (port, expiry) in config.tls.expiries() {
@@ -165,15 +166,15 @@ pub async fn start(config: NodeConfig) -> Result<RunningNode, StartError> {
     }
     if let Some(addr) = &config.listen_metrics {
         let listener = listen::bind(addr).await?;
-        let (node, stopped) = (node.clone(), stop.subscribe());
+        let (admin, stopped) = (admin.clone(), stop.subscribe());
         let addr = addr.clone();
         let ui = crate::ops::ui::Ui {
             locks: locks.clone(),
-            node: node.clone(),
+            node: admin.clone(),
             auth: auth.clone(),
         };
         tokio::spawn(async move {
-            if let Err(e) = crate::ops::admin::serve(listener, node, handle, ui, stopped).await {
+            if let Err(e) = crate::ops::admin::serve(listener, admin, handle, ui, stopped).await {
                 warn!(addr = %addr, error = %e, "admin listener failed");
             }
         });
