@@ -1,7 +1,7 @@
 //! Compiles the API with `protox` (a protobuf compiler in Rust), so building
 //! raftlock needs no system `protoc`, and generates the table of refusal
 //! reasons from `reasons.proto`, the one place a reason is declared.
-use prost_reflect::{DescriptorPool, Value};
+use prost_reflect::{DescriptorPool, FileDescriptor, Value};
 use std::{env, fmt::Write as _, fs, path::PathBuf};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -25,6 +25,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     fs::write(out.join("calls.rs"), calls()?)?;
     println!("cargo:rerun-if-changed=proto");
     Ok(())
+}
+
+/// `name` (under `proto/`) compiled with its comments.
+fn compiled(name: &str) -> Result<(DescriptorPool, FileDescriptor), Box<dyn std::error::Error>> {
+    let pool: DescriptorPool = protox::Compiler::new(["proto"])?
+        .include_source_info(true)
+        .open_files([name])?
+        .descriptor_pool();
+    let file = pool
+        .get_file_by_name(name)
+        .ok_or_else(|| format!("no {name}"))?;
+    Ok((pool, file))
+}
+
+/// The comment before the element of `file` at `path`, on one line.
+fn comment(file: &FileDescriptor, path: &[i32]) -> Option<String> {
+    let text = file
+        .file_descriptor_proto()
+        .source_code_info
+        .as_ref()?
+        .location
+        .iter()
+        .find(|l| l.path == path)?
+        .leading_comments
+        .clone()?;
+    Some(
+        text.lines()
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join(" ")
+            .trim()
+            .to_owned(),
+    )
 }
 
 /// gRPC's codes by their google.rpc.Code names.
@@ -58,10 +91,7 @@ struct Entry {
 /// The Rust side of `enum Reason`: a plain enum (prost's would carry the
 /// `REASON_UNSPECIFIED` no one sends) with its wire form, code and doc.
 fn reasons() -> Result<String, Box<dyn std::error::Error>> {
-    let pool: DescriptorPool = protox::Compiler::new(["proto"])?
-        .include_source_info(true)
-        .open_files(["raftlock/v1/reasons.proto"])?
-        .descriptor_pool();
+    let (pool, file) = compiled("raftlock/v1/reasons.proto")?;
     let reason = pool
         .get_enum_by_name("raftlock.v1.Reason")
         .ok_or("reasons.proto declares no raftlock.v1.Reason")?;
@@ -71,13 +101,6 @@ fn reasons() -> Result<String, Box<dyn std::error::Error>> {
     let http_status = pool
         .get_extension_by_name("raftlock.v1.http_status")
         .ok_or("reasons.proto declares no http_status option")?;
-    let file = reason.parent_file();
-    let comments = file
-        .file_descriptor_proto()
-        .source_code_info
-        .clone()
-        .unwrap_or_default()
-        .location;
     let mut entries = Vec::new();
     for value in reason.values().filter(|v| v.number() != 0) {
         let wire = value
@@ -99,18 +122,8 @@ fn reasons() -> Result<String, Box<dyn std::error::Error>> {
             .has_extension(&http_status)
             .then(|| options.get_extension(&http_status).as_u32())
             .flatten();
-        let doc = comments
-            .iter()
-            .find(|l| l.path == value.path())
-            .and_then(|l| l.leading_comments.clone())
+        let doc = comment(&file, value.path())
             .ok_or_else(|| format!("{} has no comment saying what it means", value.name()))?;
-        let doc = doc
-            .lines()
-            .map(str::trim)
-            .collect::<Vec<_>>()
-            .join(" ")
-            .trim()
-            .to_owned();
         let variant = wire
             .split('_')
             .map(|w| w[..1].to_owned() + &w[1..].to_lowercase())
@@ -238,19 +251,7 @@ fn method_ident(name: &str) -> String {
 /// services of `raftlock.proto`: a call added there is routed by gRPC and
 /// HTTP with no other table to edit.
 fn calls() -> Result<String, Box<dyn std::error::Error>> {
-    let pool: DescriptorPool = protox::Compiler::new(["proto"])?
-        .include_source_info(true)
-        .open_files(["raftlock/v1/raftlock.proto"])?
-        .descriptor_pool();
-    let file = pool
-        .get_file_by_name("raftlock/v1/raftlock.proto")
-        .ok_or("no raftlock/v1/raftlock.proto")?;
-    let comments = file
-        .file_descriptor_proto()
-        .source_code_info
-        .clone()
-        .unwrap_or_default()
-        .location;
+    let (_, file) = compiled("raftlock/v1/raftlock.proto")?;
     let mut routes = String::new();
     let mut grpc = String::new();
     let mut http = Vec::new();
@@ -279,18 +280,8 @@ fn calls() -> Result<String, Box<dyn std::error::Error>> {
             if !routed {
                 continue;
             }
-            let doc = comments
-                .iter()
-                .find(|l| l.path == method.path())
-                .and_then(|l| l.leading_comments.clone())
+            let doc = comment(&file, method.path())
                 .ok_or_else(|| format!("{id} has no comment saying what it does"))?;
-            let doc = doc
-                .lines()
-                .map(str::trim)
-                .collect::<Vec<_>>()
-                .join(" ")
-                .trim()
-                .to_owned();
             let streams = method.is_server_streaming() && !forced_unary;
             let summary = doc
                 .split_once(". ")
