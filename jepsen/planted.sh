@@ -63,8 +63,9 @@ runs=(
   "stale-reads        semaphore none     1 2 3"
   # A member that lost its data dir votes at once: the disk nemesis's
   # first round under seeds 2 and 6 loses a member while another is down
-  # and stale, and starts the two alone; they elect the stale one and
-  # issue tokens already issued.
+  # and stale (down until grants it never saw were acknowledged), and
+  # starts the two alone; they elect the stale one and issue tokens
+  # already issued.
   "lost-state-votes    fenced    disk     2 6"
   # Not the server's: a client that acts on its lock without asking the
   # library whether the lease still holds, paused past its TTL by the

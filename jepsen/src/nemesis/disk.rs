@@ -30,7 +30,7 @@
 
 use super::Nemesis;
 use crate::disk::{self, Damage};
-use crate::history::Observation;
+use crate::history::{Observation, Type, F};
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -265,7 +265,13 @@ impl Nemesis {
         let lost = rest[0];
         self.cluster.lock().await.kill(stale);
         // The workload goes on without the stale one: grants it never sees.
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        // A fixed pause may see none (every lock held past its TTL by a
+        // slow holder), and then a stale member is not stale in any way a
+        // checker could notice; so it stays down until grants it missed
+        // were acknowledged, within a bound.
+        let missed = self
+            .grants_acknowledged_for(Duration::from_secs(3), Duration::from_secs(12), 2)
+            .await;
         let mut c = self.cluster.lock().await;
         for &id in &rest {
             c.kill(id);
@@ -291,8 +297,37 @@ impl Nemesis {
             c.start_node(id)?;
         }
         Ok(format!(
-            "n{stale} down and stale, then n{lost} loses its data dir while the rest are down; n{stale} and n{lost} alone for 5 s, then the rest"
+            "n{stale} down and stale ({missed} grants acknowledged meanwhile), then n{lost} loses its data dir while the rest are down; n{stale} and n{lost} alone for 5 s, then the rest"
         ))
+    }
+
+    /// Waits at least `at_least` and then until `grants` grants have been
+    /// acknowledged since the call, or `at_most` has passed; how many were.
+    async fn grants_acknowledged_for(
+        &self,
+        at_least: Duration,
+        at_most: Duration,
+        grants: usize,
+    ) -> usize {
+        let since = self.rec.now_ns();
+        let began = tokio::time::Instant::now();
+        tokio::time::sleep(at_least).await;
+        loop {
+            let seen = self
+                .rec
+                .history()
+                .iter()
+                .filter(|o| {
+                    o.time_ns >= since
+                        && o.kind == Type::Ok
+                        && matches!(o.f, F::Acquire | F::SemAcquire | F::Campaign)
+                })
+                .count();
+            if seen >= grants || began.elapsed() >= at_most {
+                return seen;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Waits for damaged node `id`, started with its log `from` bytes long,
