@@ -44,10 +44,12 @@ struct Cli {
     /// partitions are iptables rules on these addresses.
     #[arg(long, default_value = "127.0.0", global = true)]
     loopback_net: String,
-    /// The client nemesis's client processes: this program instead of
-    /// `raftlock-jepsen worker`, started with the same arguments, so that
-    /// another client library is judged by the same checkers (the Go
-    /// client's `clients/go/cmd/raftlock-jepsen-worker`).
+    /// Half the workers run as processes of this program instead of
+    /// `raftlock-jepsen worker` (which only the client nemesis starts),
+    /// with the same arguments, under any nemesis: another client library
+    /// judged by the same checkers (the Go client's
+    /// `clients/go/cmd/raftlock-jepsen-worker`, the Java client's
+    /// `clients/java/scripts/jepsen-worker`).
     #[arg(long, global = true)]
     client_worker: Option<PathBuf>,
     #[command(subcommand)]

@@ -49,7 +49,8 @@ pub struct RunConfig {
     /// Rates for the clock nemesis (empty: [`nemesis::CLOCK_RATES`]).
     pub clock_rates: Vec<f64>,
     /// The client processes' program (default: this executable's
-    /// `worker`), for the client nemesis.
+    /// `worker`); when given, half the workers run in it under any
+    /// nemesis.
     pub client_worker: Option<PathBuf>,
 }
 
@@ -142,8 +143,12 @@ pub async fn run(cfg: &RunConfig) -> anyhow::Result<Outcome> {
     let members = admin.status().await?.members;
     let rec = Recorder::new();
     // The client nemesis needs clients it can stop and cut off: half the
-    // workers run in processes of their own.
-    let (in_process, clients) = if cfg.nemesis == nemesis::Kind::Client {
+    // workers run in processes of their own. So do they when another
+    // client library's worker is given, whatever the nemesis: that library
+    // is then judged under every fault, not only under the client's own.
+    let (in_process, clients) = if cfg.nemesis == nemesis::Kind::Client
+        || cfg.client_worker.is_some()
+    {
         let n = (cfg.concurrency / 2).max(1);
         let exe = match &cfg.client_worker {
             Some(w) => w.clone(),
