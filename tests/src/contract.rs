@@ -36,6 +36,10 @@ pub fn files() -> Vec<Generated> {
             path: "clients/python/src/raftlock/_reasons.py",
             text: python(),
         },
+        Generated {
+            path: "clients/java/src/main/java/io/github/raftlock/Reason.java",
+            text: java(),
+        },
     ]
 }
 
@@ -166,5 +170,105 @@ fn python() -> String {
         let _ = writeln!(s, "    {:?}: {:?},", r.as_str(), r.code_name());
     }
     s += "}\n";
+    s
+}
+
+/// A reason's doc as Javadoc text: HTML's special characters escaped, and
+/// Markdown's `code` spans as `{@code}`.
+fn javadoc(text: &str) -> String {
+    let escaped = text
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let mut out = String::new();
+    for (i, part) in escaped.split('`').enumerate() {
+        if i % 2 == 1 {
+            let _ = write!(out, "{{@code {part}}}");
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
+}
+
+fn java() -> String {
+    let mut s = format!(
+        "// Generated from {SOURCE} by tests/src/contract.rs\n\
+         // ({HOW}); do not edit.\n\n\
+         package io.github.raftlock;\n\n\
+         /**\n\
+         \x20* Every reason the server gives for a refusal, as every error of this client\n\
+         \x20* carries it ({{@link RaftlockException#reason()}}): match on these, never on\n\
+         \x20* messages. A reason this client does not know (a newer server's) is\n\
+         \x20* {{@link #UNKNOWN}}.\n\
+         \x20*\n\
+         \x20* <pre>{{@code\n\
+         \x20* try {{\n\
+         \x20*     lock.unlock();\n\
+         \x20* }} catch (RaftlockException e) {{\n\
+         \x20*     if (e.reason() == Reason.NOT_HOLDER) {{\n\
+         \x20*         // the lease had already ended\n\
+         \x20*     }}\n\
+         \x20* }}\n\
+         \x20* }}</pre>\n\
+         \x20*/\n\
+         public enum Reason {{\n"
+    );
+    for r in Reason::ALL {
+        s += "    /**\n";
+        s += &wrap(
+            "     * ",
+            &format!("{} (gRPC code {}.)", javadoc(r.doc()), r.code_name()),
+            72,
+        );
+        s += "     */\n";
+        let _ = writeln!(s, "    {0}({0:?}, {1:?}),\n", r.as_str(), r.code_name());
+    }
+    s += "    /** A reason this client does not know: a newer server's. */\n\
+          \x20   UNKNOWN(\"\", \"UNKNOWN\");\n\n\
+          \x20   private final String wire;\n\
+          \x20   private final String grpcCode;\n\n\
+          \x20   Reason(String wire, String grpcCode) {\n\
+          \x20       this.wire = wire;\n\
+          \x20       this.grpcCode = grpcCode;\n\
+          \x20   }\n\n\
+          \x20   /**\n\
+          \x20    * The reason as the server spells it ({@code \"STALE_TOKEN\"}); empty for\n\
+          \x20    * {@link #UNKNOWN}.\n\
+          \x20    *\n\
+          \x20    * @return the wire form\n\
+          \x20    */\n\
+          \x20   public String wire() {\n\
+          \x20       return wire;\n\
+          \x20   }\n\n\
+          \x20   /**\n\
+          \x20    * The gRPC status code this reason travels with, by name\n\
+          \x20    * ({@code \"FAILED_PRECONDITION\"}).\n\
+          \x20    *\n\
+          \x20    * @return the code's name\n\
+          \x20    */\n\
+          \x20   public String grpcCode() {\n\
+          \x20       return grpcCode;\n\
+          \x20   }\n\n\
+          \x20   /**\n\
+          \x20    * The reason for a wire string: {@code Reason.fromWire(\"NOT_HOLDER\")} is\n\
+          \x20    * {@link #NOT_HOLDER}; anything this client does not know is\n\
+          \x20    * {@link #UNKNOWN}.\n\
+          \x20    *\n\
+          \x20    * @param wire the reason as the server sent it, or null\n\
+          \x20    * @return the reason\n\
+          \x20    */\n\
+          \x20   public static Reason fromWire(String wire) {\n\
+          \x20       if (wire == null || wire.isEmpty()) {\n\
+          \x20           return UNKNOWN;\n\
+          \x20       }\n\
+          \x20       for (Reason r : values()) {\n\
+          \x20           if (r.wire.equals(wire)) {\n\
+          \x20               return r;\n\
+          \x20           }\n\
+          \x20       }\n\
+          \x20       return UNKNOWN;\n\
+          \x20   }\n\
+          }\n";
     s
 }

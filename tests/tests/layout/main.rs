@@ -574,7 +574,15 @@ fn only_the_pipeline_proposes_a_clients_command() {
 /// The section of `docs/clients.md` that maps every client-facing rpc to
 /// each client's calls for it, and its columns.
 const CLIENTS_TABLE: &str = "## What each client calls";
-const CLIENTS_COLUMNS: [&str; 6] = ["operation", "Rust", "Python", "TypeScript", "Go", "HTTP"];
+const CLIENTS_COLUMNS: [&str; 7] = [
+    "operation",
+    "Rust",
+    "Python",
+    "TypeScript",
+    "Go",
+    "Java",
+    "HTTP",
+];
 /// Services only nodes speak to each other: no client has calls for them.
 const PEER_SERVICES: [&str; 1] = ["Raft"];
 
@@ -670,7 +678,7 @@ fn clients_table_problems(
         let op = match cell_names(&row[0]).as_deref() {
             Ok([op]) if row.len() == CLIENTS_COLUMNS.len() => op.clone(),
             _ => {
-                problems.push(format!("row {i}: not 6 cells, or no `Service.Rpc` first"));
+                problems.push(format!("row {i}: not 7 cells, or no `Service.Rpc` first"));
                 continue;
             }
         };
@@ -741,6 +749,7 @@ fn client_sources() -> BTreeMap<&'static str, Vec<String>> {
         ("Python", "clients/python/src/raftlock", ".py"),
         ("TypeScript", "clients/typescript/src", ".ts"),
         ("Go", "clients/go", ".go"),
+        ("Java", "clients/java/src/main/java", ".java"),
     ];
     let mut sources = BTreeMap::new();
     for (column, dir, suffix) in clients {
@@ -760,7 +769,7 @@ fn client_sources() -> BTreeMap<&'static str, Vec<String>> {
 
 /// Whether `texts`, a client's sources, publicly define `name`: `pub` in
 /// Rust, without a leading underscore in Python, not `private` or `#` in
-/// TypeScript, exported in Go.
+/// TypeScript, exported in Go, `public` in Java.
 fn defines(column: &str, name: &str, texts: &[String]) -> bool {
     let n = regex::escape(name);
     let (pattern, public) = match column {
@@ -773,6 +782,12 @@ fn defines(column: &str, name: &str, texts: &[String]) -> bool {
         "Go" => (
             format!(r"^func (\([^)]*\) )?{n}\("),
             name.starts_with(char::is_uppercase),
+        ),
+        "Java" => (
+            format!(
+                r"^\s*public\s+((static|final|synchronized|default|abstract)\s+)*(<[^>]+>\s+)?[\w.<>\[\], ?]+\s+{n}\("
+            ),
+            true,
         ),
         _ => return false,
     };
@@ -808,22 +823,48 @@ fn clients_table_names_every_operation_and_only_calls_that_exist() {
 }
 
 #[test]
+fn a_java_definition_is_a_public_method_of_that_name() {
+    let src = [concat!(
+        "public final class Lock {\n",
+        "    public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {\n",
+        "    public static <T> RunOnce.Result<T> runOnce(String name) {\n",
+        "    public CompletableFuture<LockGuard> acquireAsync(Duration wait) {\n",
+        "    boolean hidden() {\n",
+        "    private void release(Grant g) {\n",
+        "        lock.unlock();\n",
+        "}\n",
+    )
+    .to_owned()];
+    for name in ["tryLock", "runOnce", "acquireAsync"] {
+        assert!(defines("Java", name, &src), "{name}");
+    }
+    for name in ["hidden", "release", "unlock", "Lock"] {
+        assert!(!defines("Java", name, &src), "{name}");
+    }
+}
+
+#[test]
 fn clients_table_parser_finds_a_missing_row() {
     let proto = "service Lock {\n  // rpc Commented(A) returns (B);\n  rpc Acquire(A) returns (B);\n  rpc Release(A) returns (B) {\n    option deprecated = true;\n  }\n}\nmessage A {\n  string name = 1;\n}\nservice Raft {\n  rpc Vote(P) returns (P);\n}\n";
     let routes = r#"call("/v1/lock/acquire", "raftlock.v1.Lock/Acquire", "AcquireRequest")"#;
-    let defined = |col: &str, name: &str| matches!((col, name), ("Rust", "lock") | ("Go", "Lock"));
+    let defined = |col: &str, name: &str| {
+        matches!(
+            (col, name),
+            ("Rust", "lock") | ("Go", "Lock") | ("Java", "tryLock")
+        )
+    };
     // The row after the section is not the table's.
     let doc = |rows: &str| {
-        format!("# Clients\n\n{CLIENTS_TABLE}\n\nIntro.\n\n| operation | Rust | Python | TypeScript | Go | HTTP |\n|---|---|---|---|---|---|\n{rows}\n## Next\n\n| `Lock.Release` | — | — | — | — | — |\n")
+        format!("# Clients\n\n{CLIENTS_TABLE}\n\nIntro.\n\n| operation | Rust | Python | TypeScript | Go | Java | HTTP |\n|---|---|---|---|---|---|---|\n{rows}\n## Next\n\n| `Lock.Release` | — | — | — | — | — | — |\n")
     };
-    let acquire = "| `Lock.Acquire` | `lock` | — | — | `Lock` | `/v1/lock/acquire` |\n";
-    let both = format!("{acquire}| `Lock.Release` | — | — | — | — | — |\n");
+    let acquire = "| `Lock.Acquire` | `lock` | — | — | `Lock` | `tryLock` | `/v1/lock/acquire` |\n";
+    let both = format!("{acquire}| `Lock.Release` | — | — | — | — | — | — |\n");
     let problems = |rows: &str| clients_table_problems(proto, &doc(rows), &defined, routes);
     assert_eq!(problems(&both), Vec::<String>::new());
     let missing = "`Lock.Release` of raftlock.proto has no row";
     assert_eq!(problems(acquire), [missing]);
     // Every kind of mistake, all reported at once.
-    let wrong = "| `Lock.Acquire` | `lok` | lock | — | `Lock` | `/v1/lock/release` |\n| `Raft.Vote` | — | — | — | — | — |\n";
+    let wrong = "| `Lock.Acquire` | `lok` | lock | — | `Lock` | — | `/v1/lock/release` |\n| `Raft.Vote` | — | — | — | — | — | — |\n";
     let found = problems(wrong);
     let expected = [
         "row `Lock.Acquire`, Rust: `lok` has no public definition",
