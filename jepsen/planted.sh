@@ -76,6 +76,8 @@ runs=(
   # The same through the Go client: its client processes are the Go
   # client's worker (raftlock-jepsen --client-worker).
   "go:ignore-lease     mutex     client   1 2 3 4"
+  # And through the Java client (clients/java/scripts/jepsen-worker).
+  "java:ignore-lease   mutex     client   1 2 3 4"
 )
 # The Go worker, when Go is here (CI installs it).
 go_worker=""
@@ -84,6 +86,14 @@ if command -v go >/dev/null; then
   go_worker=clients/go/bin/raftlock-jepsen-worker
 elif [[ -n "${RAFTLOCK_REQUIRE_GO_CLIENT:-}" ]]; then
   echo "RAFTLOCK_REQUIRE_GO_CLIENT is set but go cannot be run"; exit 1
+fi
+# The Java worker, when Maven is here (CI installs it).
+java_worker=""
+if command -v mvn >/dev/null; then
+  (cd clients/java && mvn -o -q test-compile)
+  java_worker=clients/java/scripts/jepsen-worker
+elif [[ -n "${RAFTLOCK_REQUIRE_JAVA_CLIENT:-}" ]]; then
+  echo "RAFTLOCK_REQUIRE_JAVA_CLIENT is set but mvn cannot be run"; exit 1
 fi
 # One planted bug: its seeds in turn until one is judged invalid. Prints
 # what became of it; fails when no seed caught it.
@@ -101,6 +111,12 @@ run_bug() {
       server_bug="" client_bug="${bug#go:}" worker=(--client-worker "$go_worker")
       if [[ -z "$go_worker" ]]; then
         echo "skipped    $bug (no go here)"; set -e; return 0
+      fi
+    fi
+    if [[ "$bug" == java:* ]]; then
+      server_bug="" client_bug="${bug#java:}" worker=(--client-worker "$java_worker")
+      if [[ -z "$java_worker" ]]; then
+        echo "skipped    $bug (no mvn here)"; set -e; return 0
       fi
     fi
     plants=()

@@ -286,7 +286,14 @@ impl Nemesis {
                 for &t in &targets {
                     c.kill(t);
                 }
-                Ok(format!("kill {targets:?}"))
+                Ok(format!(
+                    "kill {targets:?}{}",
+                    if targets.contains(&leader) {
+                        " (leader)"
+                    } else {
+                        ""
+                    }
+                ))
             }
             Kind::Pause => {
                 let t = if rng.gen_bool(0.5) { leader } else { random };
