@@ -78,8 +78,8 @@ public final class DistributedLock implements Lock {
     /**
      * Acquires the lock, waiting in its queue for as long as the session lives. As
      * {@link Lock#lock()} specifies, an interrupt does not end the wait: the acquisition
-     * carries on (a retry of the same request rejoins its place in the queue) and the
-     * thread's interrupt flag is set again once it returns.
+     * carries on in the same exchange, keeping its place in the queue, and the thread's
+     * interrupt flag is set again once it returns.
      *
      * @throws SessionLostException when the session is lost meanwhile
      * @throws RaftlockException for another refusal
@@ -239,6 +239,7 @@ public final class DistributedLock implements Lock {
      * @param wait how long to wait in the queue
      * @return the hold
      * @throws WaitTimedOutException when wait ran out
+     * @throws InvalidArgumentException when wait is null or negative
      * @throws InterruptedException when interrupted before the grant
      */
     public LockGuard acquire(Duration wait) throws InterruptedException {
@@ -252,6 +253,7 @@ public final class DistributedLock implements Lock {
      * @param leaseTime the hold cap
      * @return the hold
      * @throws WaitTimedOutException when wait ran out
+     * @throws InvalidArgumentException when wait is null or negative
      * @throws InterruptedException when interrupted before the grant
      */
     public LockGuard acquire(Duration wait, Duration leaseTime) throws InterruptedException {
@@ -290,6 +292,7 @@ public final class DistributedLock implements Lock {
      * @param wait how long to wait in the queue
      * @return the future hold; it completes exceptionally with the acquisition's
      *     {@link RaftlockException}
+     * @throws InvalidArgumentException when wait is null or negative
      */
     public CompletableFuture<LockGuard> acquireAsync(Duration wait) {
         checkWait(wait);
@@ -300,34 +303,44 @@ public final class DistributedLock implements Lock {
             }
             try {
                 LockGuard g = acquire(wait);
-                if (!f.complete(g)) {
-                    // Cancelled after the grant arrived: hand the lock on. The cancel's
-                    // interrupt is cleared first, or it would cut the release short.
-                    Thread.interrupted();
+                if (!f.settle() || !f.complete(g)) {
+                    // Cancelled before the grant could be handed over: hand the lock on.
+                    // Settled, so no cancel interrupts this thread any more; a stray
+                    // interrupt would not cut the release short either.
                     g.close();
                 }
-            } catch (InterruptedException e) {
-                f.completeExceptionally(e);
-            } catch (RuntimeException e) {
-                f.completeExceptionally(e);
+            } catch (InterruptedException | RuntimeException e) {
+                // Cancelled meanwhile (this is likely its interrupt): the cancel completes
+                // the future itself.
+                if (f.settle()) {
+                    f.completeExceptionally(e);
+                }
             } finally {
-                f.finish();
+                f.settle();
+                // The pool's next task must not inherit a cancel's interrupt.
                 Thread.interrupted();
             }
         });
         return f;
     }
 
-    /** A future whose cancellation interrupts the worker that waits for the lock. */
+    /**
+     * A future whose cancellation interrupts the worker that waits for the lock. Who
+     * decides the outcome is settled under one lock, before the cancel interrupts: a cancel
+     * either interrupts the worker while it still waits, or finds the outcome settled and
+     * interrupts nothing, so its interrupt can never land in the release of a grant that
+     * raced it.
+     */
     private static final class AsyncAcquire extends CompletableFuture<LockGuard> {
         private final ReentrantLock l = new ReentrantLock();
         private Thread worker;
-        private boolean finished;
+        private boolean cancelling;
+        private boolean settled;
 
         boolean start(Thread t) {
             l.lock();
             try {
-                if (isCancelled()) {
+                if (cancelling || isDone()) {
                     return false;
                 }
                 worker = t;
@@ -337,11 +350,16 @@ public final class DistributedLock implements Lock {
             }
         }
 
-        void finish() {
+        /**
+         * Ends the worker's part: no interrupt comes after. False when a cancel came first
+         * (the worker then completes nothing: the cancel does).
+         */
+        boolean settle() {
             l.lock();
             try {
-                finished = true;
+                settled = true;
                 worker = null;
+                return !cancelling;
             } finally {
                 l.unlock();
             }
@@ -349,18 +367,19 @@ public final class DistributedLock implements Lock {
 
         @Override
         public boolean cancel(boolean mayInterruptIfRunning) {
-            boolean c = super.cancel(mayInterruptIfRunning);
-            if (c) {
-                l.lock();
-                try {
-                    if (worker != null && !finished) {
+            l.lock();
+            try {
+                if (!settled) {
+                    cancelling = true;
+                    if (worker != null) {
                         worker.interrupt();
                     }
-                } finally {
-                    l.unlock();
                 }
+            } finally {
+                l.unlock();
             }
-            return c;
+            // Outside the lock: it runs the future's dependents.
+            return super.cancel(mayInterruptIfRunning);
         }
     }
 
@@ -403,6 +422,10 @@ public final class DistributedLock implements Lock {
     }
 
     private static Duration checkWait(Duration wait) {
+        // Null is refused rather than read as "no limit": acquire() is that.
+        if (wait == null) {
+            throw Errors.invalidArgument("the wait must not be null (acquire() waits without a limit)");
+        }
         if (wait.isNegative()) {
             throw Errors.invalidArgument("the wait must not be negative");
         }
@@ -544,6 +567,10 @@ public final class DistributedLock implements Lock {
         byte[] requestId = Wire.newRequestId();
         long started = System.nanoTime();
         Transport.CallOpts co = wait == null ? Transport.CallOpts.plain() : Transport.CallOpts.waiting(wait);
+        // Lock.lock() does not give up, nor its place in the queue: the waiting exchange is
+        // kept open through interrupts, since the server takes its closing for the caller
+        // leaving, and a reconnect could come too late or requeue at the back.
+        co.uninterruptible = !interruptible;
         JsonNode r;
         try (Session.Ticket t = s.ticket()) {
             while (true) {
@@ -579,8 +606,8 @@ public final class DistributedLock implements Lock {
                         s.cancelWaitSoon(List.of(name), requestId);
                         throw e;
                     }
-                    // Lock.lock() does not give up: the same request (same id and number)
-                    // again finds the place in the queue, or the grant, the first one got.
+                    // Not thrown by an uninterruptible call; were it, the same request
+                    // (same id and number) again finds the place or grant the first got.
                     interrupted = true;
                 } catch (RaftlockException e) {
                     s.noteErr(e);

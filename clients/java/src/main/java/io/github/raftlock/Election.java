@@ -218,9 +218,13 @@ public final class Election {
 
     /**
      * Steps down; the next candidate in line is elected in the same log entry. Resigning
-     * when not leading, or after the session ended, does nothing.
+     * when not leading, or after the session ended, does nothing. An interrupt does not cut
+     * the resignation short: it is sent all the same, and the thread's interrupt flag is
+     * kept.
      *
-     * @throws InterruptedException if the calling thread is interrupted meanwhile
+     * @throws UnavailableException when the cluster did not answer in time; the
+     *     resignation is then retried a few more times in the background
+     * @throws InterruptedException never in fact (kept for compatibility)
      */
     public void resign() throws InterruptedException {
         Grant g;
@@ -236,9 +240,9 @@ public final class Election {
         }
         boolean[] retried = {false};
         try {
-            s.client().transport().call("/v1/election/resign", Transport.CallOpts.plain(), a -> {
+            s.client().transport().callUninterruptibly("/v1/election/resign", Transport.CallOpts.plain(), a -> {
                 retried[0] |= a > 0;
-                return Wire.obj().put("name", name).put("sessionId", Wire.str(s.id())).put("token", Wire.str(g.token()));
+                return resignBody(g);
             });
         } catch (NotHolderException e) {
             // Only a retry may find the leadership already given up.
@@ -247,7 +251,15 @@ public final class Election {
             }
         } catch (SessionNotFoundException e) {
             s.markGone(e);
+        } catch (UnavailableException e) {
+            // Maybe not applied: the leadership would otherwise stay with this session.
+            s.giveUpSoon("/v1/election/resign", () -> resignBody(g));
+            throw e;
         }
+    }
+
+    private ObjectNode resignBody(Grant g) {
+        return Wire.obj().put("name", name).put("sessionId", Wire.str(s.id())).put("token", Wire.str(g.token()));
     }
 
     /**

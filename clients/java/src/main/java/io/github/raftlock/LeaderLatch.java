@@ -104,7 +104,15 @@ public final class LeaderLatch implements AutoCloseable {
                 campaigner = null;
                 if (elected && state == State.STARTED) {
                     leader = true;
-                    unwatch = session.watchEnd(why -> lose());
+                    // Called on whatever thread ends the session, the timer's maybe: the
+                    // user's listeners must not hold it up.
+                    unwatch = session.watchEnd(why -> {
+                        try {
+                            session.client().workers().execute(this::lose);
+                        } catch (java.util.concurrent.RejectedExecutionException x) {
+                            lose();
+                        }
+                    });
                 }
                 changed.signalAll();
             } finally {

@@ -71,12 +71,13 @@ public final class LeaderSelector implements AutoCloseable {
     }
 
     /**
-     * Whether this instance runs takeLeadership now.
+     * Whether this instance runs takeLeadership now and its session is within its local
+     * deadline (past it, another instance may already have been elected).
      *
      * @return true while leading
      */
     public boolean hasLeadership() {
-        return leading;
+        return leading && session.isValid();
     }
 
     private void run() {

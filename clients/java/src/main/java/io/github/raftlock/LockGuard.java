@@ -1,11 +1,14 @@
 package io.github.raftlock;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 
 /**
  * One hold of a lock: its fencing token, a future that completes when the hold can no
@@ -32,6 +35,11 @@ public final class LockGuard implements AutoCloseable {
     private boolean released;
     private ScheduledFuture<?> capTimer;
     private Runnable unwatch;
+    // Set once, when the hold is lost; what must learn of it first (runWhileHeld's
+    // interrupts) watches here rather than on the public future, whose callbacks are the
+    // user's and may be slow.
+    private RaftlockException lostWhy;
+    private final List<Consumer<RaftlockException>> lossWatchers = new ArrayList<>();
 
     /**
      * Records a grant and watches for its loss: the session's, or the hold cap's, counted
@@ -55,16 +63,62 @@ public final class LockGuard implements AutoCloseable {
         try {
             if (cap != 0) {
                 try {
-                    capTimer = s.client().timer().schedule(() -> lost.complete(capExpired()),
+                    capTimer = s.client().timer().schedule(() -> onLost(capExpired()),
                             Math.max(0, cap - System.nanoTime()), TimeUnit.NANOSECONDS);
                 } catch (java.util.concurrent.RejectedExecutionException e) {
                     capTimer = null;
                 }
             }
-            unwatch = s.watchEnd(lost::complete);
+            unwatch = s.watchEnd(this::onLost);
         } finally {
             mu.unlock();
         }
+    }
+
+    /**
+     * Records the loss: the internal watchers first, on this thread (it may be the
+     * timer's, so they only interrupt), then the public future on the workers.
+     */
+    private void onLost(RaftlockException why) {
+        List<Consumer<RaftlockException>> ws;
+        mu.lock();
+        try {
+            if (lostWhy != null) {
+                return;
+            }
+            lostWhy = why;
+            ws = new ArrayList<>(lossWatchers);
+            lossWatchers.clear();
+        } finally {
+            mu.unlock();
+        }
+        ws.forEach(w -> w.accept(why));
+        s.publish(lost, why, false);
+    }
+
+    /** Has w called once the hold is lost (at once if it was); the action stops watching. */
+    private Runnable watchLoss(Consumer<RaftlockException> w) {
+        RaftlockException why;
+        mu.lock();
+        try {
+            why = lostWhy;
+            if (why == null) {
+                lossWatchers.add(w);
+            }
+        } finally {
+            mu.unlock();
+        }
+        if (why != null) {
+            w.accept(why);
+        }
+        return () -> {
+            mu.lock();
+            try {
+                lossWatchers.remove(w);
+            } finally {
+                mu.unlock();
+            }
+        };
     }
 
     private RaftlockException capExpired() {
@@ -116,7 +170,8 @@ public final class LockGuard implements AutoCloseable {
     /**
      * Completes (with why) when the hold can no longer be claimed: its session was lost or
      * ended, or its hold cap ran out. A hold released by {@link #close()} was not lost: the
-     * future then never completes.
+     * future then never completes. It is completed on the client's worker threads, after
+     * {@link #runWhileHeld(Callable)} bodies were interrupted.
      *
      * @return the future; it never completes exceptionally
      */
@@ -244,7 +299,7 @@ public final class LockGuard implements AutoCloseable {
         ReentrantLock l = new ReentrantLock();
         boolean[] running = {true};
         RaftlockException[] fired = {null};
-        CompletableFuture<Void> watch = lost.thenAccept(why -> {
+        Runnable watch = watchLoss(why -> {
             l.lock();
             try {
                 if (running[0]) {
@@ -274,14 +329,14 @@ public final class LockGuard implements AutoCloseable {
     }
 
     /** Ends a runWhileHeld watch; the loss that interrupted the body, if one did. */
-    private static RaftlockException stop(ReentrantLock l, boolean[] running, RaftlockException[] fired, CompletableFuture<Void> watch) {
+    private static RaftlockException stop(ReentrantLock l, boolean[] running, RaftlockException[] fired, Runnable watch) {
         l.lock();
         try {
             running[0] = false;
         } finally {
             l.unlock();
         }
-        watch.cancel(false);
+        watch.run();
         if (fired[0] != null) {
             // The interrupt was this scope's own, not the caller's: consume it.
             Thread.interrupted();
@@ -291,9 +346,13 @@ public final class LockGuard implements AutoCloseable {
 
     /**
      * Releases the lock; the next waiters are granted in the same log entry. Closing
-     * twice, or after the session ended (which released the lock), does nothing.
+     * twice, or after the session ended (which released the lock), does nothing. An
+     * interrupt does not cut the release short: it is sent all the same, and the thread's
+     * interrupt flag is kept.
      *
      * @throws NotHolderException when the lock was taken away meanwhile (force-released)
+     * @throws UnavailableException when the cluster did not answer in time; the release is
+     *     then retried a few more times in the background
      */
     @Override
     public void close() {
@@ -329,13 +388,10 @@ public final class LockGuard implements AutoCloseable {
         }
         boolean[] retried = {false};
         try {
-            s.client().transport().call("/v1/lock/release", Transport.CallOpts.plain(), a -> {
+            s.client().transport().callUninterruptibly("/v1/lock/release", Transport.CallOpts.plain(), a -> {
                 retried[0] |= a > 0;
-                return Wire.obj().put("sessionId", Wire.str(s.id())).put("name", name).put("token", Wire.str(g.token()));
+                return body(g);
             });
-        } catch (InterruptedException e) {
-            // Release finishes without the answer; the session's expiry is the fallback.
-            Thread.currentThread().interrupt();
         } catch (NotHolderException e) {
             // A retry that finds the lock free: an earlier attempt released it and only its
             // answer was lost. Once the hold cap ran out, the leader released it.
@@ -345,7 +401,16 @@ public final class LockGuard implements AutoCloseable {
             }
         } catch (SessionNotFoundException e) {
             s.markGone(e);
+        } catch (UnavailableException e) {
+            // The release may not have been applied: left alone, the lock would stay held
+            // as long as the session lives.
+            s.giveUpSoon("/v1/lock/release", () -> body(g));
+            throw e;
         }
+    }
+
+    private com.fasterxml.jackson.databind.node.ObjectNode body(Grant g) {
+        return Wire.obj().put("sessionId", Wire.str(s.id())).put("name", name).put("token", Wire.str(g.token()));
     }
 
     @Override

@@ -47,12 +47,28 @@ public final class LockSet implements AutoCloseable {
             throw Errors.invalidArgument("the wait must not be negative");
         }
         s.check();
+        boolean interrupted = false;
         for (String n : names) {
-            s.cancelsSettled(n);
+            while (true) {
+                try {
+                    s.cancelsSettled(n);
+                    break;
+                } catch (InterruptedException e) {
+                    if (interruptible) {
+                        throw e;
+                    }
+                    interrupted = true;
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
         byte[] requestId = Wire.newRequestId();
         long started = System.nanoTime();
         Transport.CallOpts co = wait == null ? Transport.CallOpts.plain() : Transport.CallOpts.waiting(wait);
+        // As a single lock's: an uninterruptible wait keeps its exchange, and its place.
+        co.uninterruptible = !interruptible;
         JsonNode r;
         try (Session.Ticket t = s.ticket()) {
             r = s.client().transport().call("/v1/lock/acquire-all", co, a -> {

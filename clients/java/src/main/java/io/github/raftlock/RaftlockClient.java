@@ -71,7 +71,7 @@ public final class RaftlockClient implements AutoCloseable {
     private final ScheduledExecutorService timer;
     private final ExecutorService workers;
     private final List<Session> sessions = new CopyOnWriteArrayList<>();
-    private volatile boolean closed;
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
     private RaftlockClient(Config cfg) {
         this.cfg = cfg;
@@ -303,17 +303,7 @@ public final class RaftlockClient implements AutoCloseable {
                     if (n.isEmpty()) {
                         continue;
                     }
-                    int colon = n.lastIndexOf(':');
-                    boolean ok = colon > 0 && colon < n.length() - 1;
-                    if (ok) {
-                        try {
-                            int port = Integer.parseInt(n.substring(colon + 1));
-                            ok = port > 0 && port < 65536;
-                        } catch (NumberFormatException x) {
-                            ok = false;
-                        }
-                    }
-                    if (!ok) {
+                    if (!Transport.isAddress(n)) {
                         throw Errors.invalidArgument("bad endpoint \"" + part.trim() + "\": expected host:port");
                     }
                     out.add(n);
@@ -428,7 +418,7 @@ public final class RaftlockClient implements AutoCloseable {
     }
 
     void checkOpen() {
-        if (closed) {
+        if (closed.get()) {
             throw Errors.closed();
         }
     }
@@ -474,7 +464,7 @@ public final class RaftlockClient implements AutoCloseable {
         checkOpen();
         Session s = Session.create(this, ttl, cfg.clientName, listener);
         sessions.add(s);
-        if (closed) {
+        if (closed.get()) {
             s.close();
         }
         return s;
@@ -624,10 +614,10 @@ public final class RaftlockClient implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (closed) {
+        // Two concurrent closes: only one does the work.
+        if (!closed.compareAndSet(false, true)) {
             return;
         }
-        closed = true;
         // In parallel, as the Go client's Close: each close is bounded (about 5 s), and a
         // cluster out of reach must not cost that once per session.
         List<java.util.concurrent.Future<?>> closing = new ArrayList<>();

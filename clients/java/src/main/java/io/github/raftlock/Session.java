@@ -59,6 +59,10 @@ public final class Session implements AutoCloseable {
     private final List<SessionStateListener> listeners = new CopyOnWriteArrayList<>();
     // Listeners are called in order, one change at a time: each call is chained on the last.
     private CompletableFuture<Void> events = CompletableFuture.completedFuture(null);
+    // Set with ended, under mu: no state change is reported after, but LOST.
+    private boolean eventsOver;
+    // The reason, once the end's watchers are being called: how watchEnd learns it is late.
+    private volatile RaftlockException finished;
     private long backoffNanos = TimeUnit.MILLISECONDS.toNanos(50);
 
     private Session(RaftlockClient client, long id, Duration ttl, long sentNanos) {
@@ -108,10 +112,10 @@ public final class Session implements AutoCloseable {
         s.mu.lock();
         try {
             s.arm();
+            s.emit(SessionState.CONNECTED);
         } finally {
             s.mu.unlock();
         }
-        s.emit(SessionState.CONNECTED);
         s.scheduleRenewal(sent + s.ttl.toNanos() / 3);
         return s;
     }
@@ -163,13 +167,28 @@ public final class Session implements AutoCloseable {
         listeners.remove(l);
     }
 
+    /**
+     * Queues state for the listeners. Called with mu held, in the same section that
+     * decided the change, so that changes are queued in the order they happened and none
+     * after the session ended (LOST is queued by the end itself, last).
+     */
     private void emit(SessionState state) {
+        if (eventsOver) {
+            return;
+        }
+        enqueue(state, null);
+    }
+
+    /** Queues state for the listeners, after first if not null; mu held. */
+    private void enqueue(SessionState state, Runnable first) {
         // The listeners registered when the change happened, as Curator's: one added
         // later does not learn of the past.
         List<SessionStateListener> now = List.copyOf(listeners);
-        mu.lock();
         try {
             events = events.thenRunAsync(() -> {
+                if (first != null) {
+                    first.run();
+                }
                 for (SessionStateListener l : now) {
                     try {
                         l.stateChanged(this, state);
@@ -180,14 +199,15 @@ public final class Session implements AutoCloseable {
             }, client.workers());
         } catch (java.util.concurrent.RejectedExecutionException e) {
             // The client closed: nobody is left to tell.
-        } finally {
-            mu.unlock();
         }
     }
 
     /**
      * Completes (with why) when the session is lost or ended: its local deadline passed,
-     * the server says it is gone, or it was closed. Never completes exceptionally.
+     * the server says it is gone, or it was closed. Never completes exceptionally. It is
+     * completed on the client's worker threads (on the closing thread for {@link #close()}),
+     * after the work that relied on the session was interrupted, so a slow callback delays
+     * neither that nor other sessions' timers.
      *
      * @return the future
      */
@@ -245,7 +265,8 @@ public final class Session implements AutoCloseable {
     /**
      * Ends the session on the server: its locks are released and its waits cancelled at
      * once. Closing twice, or a session the server already ended, does nothing; a cluster
-     * that cannot be reached within about 5 s is left to expire the session.
+     * that cannot be reached within about 5 s is left to expire the session. An interrupt
+     * does not cut the close short; the thread's interrupt flag is kept.
      */
     @Override
     public void close() {
@@ -256,16 +277,15 @@ public final class Session implements AutoCloseable {
         if (already) {
             return;
         }
-        end(Errors.local(Errors.KIND_SESSION_LOST, "NOT_FOUND", "session " + id + " closed"), false);
+        // Completed on this thread: once close returns, lost() is done.
+        end(Errors.local(Errors.KIND_SESSION_LOST, "NOT_FOUND", "session " + id + " closed"), false, true);
         client.forget(this);
         // Bounded as the Go client's Close: a cluster out of reach expires the session
         // anyway, and a close must not hold its caller for a whole request timeout.
         Transport.CallOpts o = Transport.CallOpts.plain();
         o.budget = Duration.ofSeconds(5);
         try {
-            client.transport().call("/v1/session/close", o, a -> Wire.obj().put("sessionId", Wire.str(id)));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            client.transport().callUninterruptibly("/v1/session/close", o, a -> Wire.obj().put("sessionId", Wire.str(id)));
         } catch (RaftlockException e) {
             // Already gone, unreachable or the client closed: the leader expires it.
         }
@@ -273,26 +293,36 @@ public final class Session implements AutoCloseable {
 
     /** end ends the lease for reason (the first reason wins). */
     void end(RaftlockException reason, boolean report) {
+        end(reason, report, false);
+    }
+
+    /**
+     * end, completing lost() on this thread when inline, else on the workers: this
+     * thread may be the timer's, which other sessions' deadlines wait on.
+     */
+    private void end(RaftlockException reason, boolean report, boolean inline) {
         mu.lock();
         try {
             if (ended != null) {
                 return;
             }
             ended = reason;
+            eventsOver = true;
             if (deadlineTimer != null) {
                 deadlineTimer.cancel(false);
             }
         } finally {
             mu.unlock();
         }
-        finishEnd(reason, report);
+        finishEnd(reason, report, inline);
     }
 
-    private void finishEnd(RaftlockException reason, boolean report) {
-        if (report) {
-            emit(SessionState.LOST);
-        }
-        lost.complete(reason);
+    /**
+     * The internal watchers first (they interrupt the work that relied on the session, and
+     * must not wait for the user's callbacks), then LOST, then the public future.
+     */
+    private void finishEnd(RaftlockException reason, boolean report, boolean inline) {
+        finished = reason;
         // Each watcher is claimed by removing it, here or in watchEnd, so that one added
         // while the session ends is called exactly once.
         for (java.util.function.Consumer<RaftlockException> w : endWatchers) {
@@ -300,6 +330,32 @@ public final class Session implements AutoCloseable {
                 w.accept(reason);
             }
         }
+        if (report) {
+            mu.lock();
+            try {
+                // A listener told LOST finds lost() done (publish below may come first).
+                enqueue(SessionState.LOST, () -> lost.complete(reason));
+            } finally {
+                mu.unlock();
+            }
+        }
+        publish(lost, reason, inline);
+    }
+
+    /**
+     * Completes a public loss future, whose callbacks are the user's: on the workers
+     * unless inline (or the client closed).
+     */
+    void publish(CompletableFuture<RaftlockException> f, RaftlockException why, boolean inline) {
+        if (!inline) {
+            try {
+                f.completeAsync(() -> why, client.workers());
+                return;
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                // The client closed: completed here.
+            }
+        }
+        f.complete(why);
     }
 
     // What watches the session's end: how a hold learns of the loss without a dependent
@@ -313,8 +369,9 @@ public final class Session implements AutoCloseable {
      */
     Runnable watchEnd(java.util.function.Consumer<RaftlockException> f) {
         endWatchers.add(f);
-        if (lost.isDone() && endWatchers.remove(f)) {
-            f.accept(lost.join());
+        RaftlockException why = finished;
+        if (why != null && endWatchers.remove(f)) {
+            f.accept(why);
         }
         return () -> endWatchers.remove(f);
     }
@@ -325,13 +382,14 @@ public final class Session implements AutoCloseable {
             RaftlockException e = Errors.local(Errors.KIND_SESSION_LOST, "FAILED_PRECONDITION",
                     "session " + id + " lost: no keep-alive acknowledged within its TTL minus the safety margin");
             ended = e;
+            eventsOver = true;
             if (deadlineTimer != null) {
                 deadlineTimer.cancel(false);
             }
             try {
                 // Completed off this thread: mu is held, and what waits on lost() may call
-                // back into the session.
-                client.workers().execute(() -> finishEnd(e, true));
+                // back into the session. A task of its own, so inline there.
+                client.workers().execute(() -> finishEnd(e, true, true));
             } catch (java.util.concurrent.RejectedExecutionException x) {
                 lost.complete(e);
             }
@@ -376,7 +434,6 @@ public final class Session implements AutoCloseable {
      * session and granted its locks meanwhile.
      */
     private void acknowledged(long sent) {
-        boolean reconnected;
         mu.lock();
         try {
             checkDeadline();
@@ -388,13 +445,12 @@ public final class Session implements AutoCloseable {
                 untilNanos = next;
                 arm();
             }
-            reconnected = suspended;
+            if (suspended) {
+                emit(SessionState.RECONNECTED);
+            }
             suspended = false;
         } finally {
             mu.unlock();
-        }
-        if (reconnected) {
-            emit(SessionState.RECONNECTED);
         }
     }
 
@@ -469,21 +525,28 @@ public final class Session implements AutoCloseable {
                 end(Errors.of(i), true);
                 return;
             }
-            boolean first;
             mu.lock();
             try {
-                first = !suspended && ended == null;
+                if (!suspended && ended == null) {
+                    emit(SessionState.SUSPENDED);
+                }
                 suspended = true;
             } finally {
                 mu.unlock();
-            }
-            if (first) {
-                emit(SessionState.SUSPENDED);
             }
             boolean hinted = t.learn(addr, e);
             long b = backoffNanos;
             backoffNanos = Math.min(backoffNanos * 2, maxBackoff);
             scheduleRenewal(System.nanoTime() + (hinted ? 0 : Transport.jitter(b)));
+        } catch (RuntimeException e) {
+            // Unexpected (a malformed leader hint, say): the renewals must go on, or the
+            // session is lost for nothing at its deadline. Retried from the endpoints.
+            if (!t.isClosed()) {
+                t.forget(addr);
+                long b = backoffNanos;
+                backoffNanos = Math.min(backoffNanos * 2, maxBackoff);
+                scheduleRenewal(System.nanoTime() + Transport.jitter(b));
+            }
         }
     }
 
@@ -568,18 +631,18 @@ public final class Session implements AutoCloseable {
             try {
                 for (int i = 0; i < 2; i++) {
                     if (i > 0) {
-                        Thread.sleep(500);
+                        pause(500);
                         if (!isValid()) {
                             return;
                         }
                     }
-                    JsonNode r = client.transport().call("/v1/lock/cancel-wait", Transport.CallOpts.plain(),
+                    JsonNode r = client.transport().callUninterruptibly("/v1/lock/cancel-wait", Transport.CallOpts.plain(),
                             a -> Wire.obj().put("sessionId", Wire.str(id)).put("name", name).put("requestId", Wire.b64(requestId)));
                     if (Wire.bool(r, "cancelled") || Wire.bool(r, "released")) {
                         return;
                     }
                 }
-            } catch (InterruptedException | RaftlockException e) {
+            } catch (RaftlockException e) {
                 // Left to the server: it ends a wait at its deadline, and a session that
                 // cannot be reached expires.
             } finally {
@@ -604,6 +667,52 @@ public final class Session implements AutoCloseable {
             client.workers().execute(work);
         } catch (java.util.concurrent.RejectedExecutionException e) {
             done.complete(null);
+        }
+    }
+
+    /**
+     * Retries in the background a release or resignation whose outcome its caller could
+     * not learn (the cluster did not answer in time): if none was applied, what it gave up
+     * would stay held for the session's whole life. A few tries, a second apart; NOT_HOLDER
+     * means an earlier one was applied.
+     */
+    void giveUpSoon(String path, java.util.function.Supplier<ObjectNode> body) {
+        Runnable work = () -> {
+            for (int i = 0; i < 3; i++) {
+                pause(1000);
+                if (!isValid() || client.transport().isClosed()) {
+                    return;
+                }
+                try {
+                    client.transport().callUninterruptibly(path, Transport.CallOpts.plain(), a -> body.get());
+                    return;
+                } catch (NotHolderException | ClientClosedException e) {
+                    return;
+                } catch (SessionNotFoundException e) {
+                    markGone(e);
+                    return;
+                } catch (RaftlockException e) {
+                    // Still out of reach: try again, then leave it to the session's expiry.
+                }
+            }
+        };
+        try {
+            client.workers().execute(work);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // The client closed, closing the session: that released everything.
+        }
+    }
+
+    /**
+     * Sleeps on a background task. An interrupt (the client's workers shutting down, which
+     * closes the transport first, or a stray one) only shortens it: the callers check the
+     * session and the transport next, and a pooled thread must not carry it on.
+     */
+    private static void pause(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            // Only shortens the pause.
         }
     }
 
@@ -693,9 +802,14 @@ public final class Session implements AutoCloseable {
      * @param wait how long to wait
      * @return the held set
      * @throws WaitTimedOutException when wait ran out
+     * @throws InvalidArgumentException when wait is null or negative
      * @throws InterruptedException if the calling thread is interrupted meanwhile
      */
     public LockSet acquireAll(Collection<String> names, Duration wait) throws InterruptedException {
+        // Null would make it a try (tryAcquireAll's path), not a wait.
+        if (wait == null) {
+            throw Errors.invalidArgument("the wait must not be null");
+        }
         return LockSet.acquire(this, names, wait, true);
     }
 

@@ -97,6 +97,24 @@ final class Transport {
         return e;
     }
 
+    /**
+     * Whether a is a {@code host:port} a URI can carry. Leader hints come from the network:
+     * one that is not an address is ignored rather than learned as an endpoint every later
+     * call could pick and fail on.
+     */
+    static boolean isAddress(String a) {
+        int colon = a.lastIndexOf(':');
+        if (colon <= 0 || colon == a.length() - 1) {
+            return false;
+        }
+        try {
+            int port = Integer.parseInt(a.substring(colon + 1));
+            return port > 0 && port < 65536 && new java.net.URI("http://" + a + "/").getHost() != null;
+        } catch (NumberFormatException | java.net.URISyntaxException e) {
+            return false;
+        }
+    }
+
     List<String> endpoints() {
         mu.lock();
         try {
@@ -183,7 +201,7 @@ final class Transport {
 
     void hint(String leaderAddr) {
         String a = normalize(leaderAddr);
-        if (!a.isEmpty()) {
+        if (isAddress(a)) {
             follow(a);
         }
     }
@@ -194,7 +212,7 @@ final class Transport {
      */
     boolean learn(String addr, RaftlockException e) {
         String h = normalize(e.leader());
-        if (!h.isEmpty() && !h.equals(addr)) {
+        if (isAddress(h) && !h.equals(addr)) {
             follow(h);
             return true;
         }
@@ -251,6 +269,16 @@ final class Transport {
      * also how a node learns a waiting caller left).
      */
     JsonNode post(String addr, String path, JsonNode body, Duration timeout) throws InterruptedException {
+        return post(addr, path, body, timeout, true);
+    }
+
+    /**
+     * post, or with interruptible false one an interrupt does not cut short: the exchange
+     * is waited out and the flag set again afterwards. Closing a waiting acquire's
+     * connection is how the server learns its caller left, so an uninterruptible wait
+     * must keep it open or lose its place in the queue.
+     */
+    JsonNode post(String addr, String path, JsonNode body, Duration timeout, boolean interruptible) throws InterruptedException {
         if (isClosed()) {
             throw Errors.closed();
         }
@@ -271,11 +299,20 @@ final class Transport {
             });
         }
         HttpResponse<byte[]> res;
+        boolean interrupted = false;
         try {
-            res = f.get();
-        } catch (InterruptedException ie) {
-            f.cancel(true);
-            throw ie;
+            while (true) {
+                try {
+                    res = f.get();
+                    break;
+                } catch (InterruptedException ie) {
+                    if (interruptible) {
+                        f.cancel(true);
+                        throw ie;
+                    }
+                    interrupted = true;
+                }
+            }
         } catch (CancellationException ce) {
             if (stalled.get()) {
                 throw Errors.attempt(addr, new IOException("stopped answering"), false);
@@ -291,6 +328,9 @@ final class Transport {
             inFlight.remove(f);
             if (watch != null) {
                 watch.cancel(false);
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
             }
         }
         JsonNode data = null;
@@ -376,6 +416,11 @@ final class Transport {
         boolean anyNode;
         /** The retry budget before the wait, when shorter than the request timeout. */
         Duration budget;
+        /**
+         * An interrupt neither ends the call nor its exchange; it is remembered and the
+         * flag set again when the call returns.
+         */
+        boolean uninterruptible;
 
         static CallOpts plain() {
             return new CallOpts();
@@ -394,6 +439,39 @@ final class Transport {
      * wait) ends. build makes each attempt's body given the attempt number.
      */
     JsonNode call(String path, CallOpts o, IntFunction<ObjectNode> build) throws InterruptedException {
+        if (!o.uninterruptible) {
+            return attempts(path, o, build);
+        }
+        // Set again at the end, not now: a set flag would end every wait on the way.
+        boolean interrupted = Thread.interrupted();
+        try {
+            return attempts(path, o, build);
+        } finally {
+            if (interrupted || Thread.interrupted()) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
+     * call that an interrupt does not cut short, for what gives something up (a release,
+     * a resignation, a cancellation, a session's close): skipped on an interrupted thread,
+     * it would leave the lock or leadership held for the session's whole life. The flag is
+     * cleared for the call and set again afterwards if it was set before or meanwhile.
+     * Only for idempotent calls: they are retried as usual.
+     */
+    JsonNode callUninterruptibly(String path, CallOpts o, IntFunction<ObjectNode> build) {
+        o.uninterruptible = true;
+        try {
+            return call(path, o, build);
+        } catch (InterruptedException e) {
+            // An uninterruptible call catches every interrupt; the compiler's path only.
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("an uninterruptible call was interrupted", e);
+        }
+    }
+
+    private JsonNode attempts(String path, CallOpts o, IntFunction<ObjectNode> build) throws InterruptedException {
         Duration budget = o.budget != null && o.budget.compareTo(cfg.requestTimeout) < 0 ? o.budget : cfg.requestTimeout;
         long giveUp = System.nanoTime() + budget.toNanos() + o.wait.toNanos();
         long backoff = cfg.initialBackoff.toNanos();
@@ -401,14 +479,14 @@ final class Transport {
             if (isClosed()) {
                 throw Errors.closed();
             }
-            if (Thread.interrupted()) {
+            if (!o.uninterruptible && Thread.interrupted()) {
                 throw new InterruptedException();
             }
             String addr = target();
             ObjectNode body = build.apply(attempt);
             RaftlockException e;
             try {
-                JsonNode r = post(addr, path, body, cfg.attemptTimeout.plus(o.wait));
+                JsonNode r = post(addr, path, body, cfg.attemptTimeout.plus(o.wait), !o.uninterruptible);
                 if (!o.anyNode) {
                     remember(addr);
                 }
@@ -438,7 +516,7 @@ final class Transport {
                 throw Errors.of(i);
             }
             if (!hinted) {
-                sleep(Math.min(jitter(backoff), left));
+                sleep(Math.min(jitter(backoff), left), !o.uninterruptible);
                 backoff = Math.min(backoff * 2, cfg.maxBackoff.toNanos());
             }
         }
@@ -451,17 +529,35 @@ final class Transport {
 
     /** Sleeps, or less if the client closes. */
     void sleep(long nanos) throws InterruptedException {
+        sleep(nanos, true);
+    }
+
+    /** sleep, or with interruptible false one that sets the flag again at the end. */
+    void sleep(long nanos, boolean interruptible) throws InterruptedException {
+        boolean interrupted = false;
         mu.lock();
         try {
+            long end = System.nanoTime() + nanos;
             long left = nanos;
             while (!closed && left > 0) {
-                left = closedSignal.awaitNanos(left);
+                try {
+                    closedSignal.awaitNanos(left);
+                } catch (InterruptedException e) {
+                    if (interruptible) {
+                        throw e;
+                    }
+                    interrupted = true;
+                }
+                left = end - System.nanoTime();
             }
             if (closed) {
                 throw Errors.closed();
             }
         } finally {
             mu.unlock();
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 

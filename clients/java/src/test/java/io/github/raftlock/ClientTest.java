@@ -135,4 +135,19 @@ class ClientTest {
         RaftlockException hinted = Errors.fromBody(null, 503, "127.0.0.1:9");
         assertEquals("127.0.0.1:9", hinted.leader());
     }
+
+    @Test
+    void aLeaderHintThatIsNotAnAddressIsIgnored() {
+        for (String ok : List.of("127.0.0.1:7000", "[::1]:7000", "node-1.example:443")) {
+            assertTrue(Transport.isAddress(ok), ok);
+        }
+        for (String bad : List.of("", "host", "host:", ":80", "host:0", "host:65536", "h:x", "bad host^:1")) {
+            assertFalse(Transport.isAddress(bad), bad);
+        }
+        try (RaftlockClient c = RaftlockClient.builder().endpoints("127.0.0.1:7000").build()) {
+            c.transport().hint("bad host^:1");
+            c.transport().hint("http://10.0.0.9:7000/");
+            assertEquals(List.of("127.0.0.1:7000", "10.0.0.9:7000"), c.transport().endpoints());
+        }
+    }
 }
