@@ -5,6 +5,8 @@
 #   work                a temporary directory, removed on exit
 #   start_dev_cluster   starts `$raftlockd dev` in the background and sets
 #                       and exports RAFTLOCK_ENDPOINTS from what it prints
+#   block FILE LANG N   prints the N-th fenced LANG block of markdown FILE
+#                       (the example as a reader would paste it)
 #
 # and stops that cluster (by PID) on exit. The caller sets `raftlockd`.
 work="$(mktemp -d)"
@@ -28,4 +30,12 @@ start_dev_cluster() {
   RAFTLOCK_ENDPOINTS="$(sed -n 's/^RAFTLOCK_ENDPOINTS=//p' "$work/dev.log")"
   [ -n "$RAFTLOCK_ENDPOINTS" ] || { cat "$work/dev.log"; exit 1; }
   export RAFTLOCK_ENDPOINTS
+}
+
+# The n-th fenced block of a language in a markdown file.
+block() { # file lang n
+  awk -v lang="$2" -v want="$3" '
+    $0 == "```" lang { n++; if (n == want) { inside = 1; next } }
+    inside && /^```$/ { exit }
+    inside' "$1"
 }

@@ -18,14 +18,6 @@ raftlockd="$bin/raftlockd"
 # shellcheck source=/dev/null
 source "$root/tests/dev_cluster.sh"
 
-# The n-th fenced block of a language in a markdown file.
-block() { # file lang n
-  awk -v lang="$2" -v want="$3" '
-    $0 == "```" lang { n++; if (n == want) { inside = 1; next } }
-    inside && /^```$/ { exit }
-    inside' "$1"
-}
-
 start_dev_cluster
 
 echo "== CLI: the README's first screen"

@@ -20,13 +20,6 @@ echo "mvn -o test: $tests tests passed in $(( $(date +%s) - began )) s"
 echo "== java: the README's quick start, as pasted"
 # shellcheck source=/dev/null
 source "$root/tests/dev_cluster.sh"
-# The n-th fenced block of a language in a markdown file.
-block() { # file lang n
-  awk -v lang="$2" -v want="$3" '
-    $0 == "```" lang { n++; if (n == want) { inside = 1; next } }
-    inside && /^```$/ { exit }
-    inside' "$1"
-}
 # The Main.java the README shows is the one its commands run.
 diff <(block README.md java 1) examples/Main.java
 start_dev_cluster

@@ -23,8 +23,7 @@ python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install -q "$work"/dist/*.whl
 
 # The README's first python block, as a user would paste it.
-awk '/^```python$/ && !done { inside = 1; next } inside && /^```$/ { done = 1; inside = 0 } inside' \
-  "$here/README.md" >"$work/example.py"
+block "$here/README.md" python 1 >"$work/example.py"
 
 start_dev_cluster
 # Run from the temp dir, so only the installed wheel can be imported.

@@ -57,8 +57,7 @@ else
 fi
 # The README's quick start, as a user would paste it, compiled against the
 # installed package's declarations.
-awk '/^```ts$/ && !done { inside = 1; next } inside && /^```$/ { done = 1; inside = 0 } inside' \
-  "$here/README.md" >quickstart.ts
+block "$here/README.md" ts 1 >quickstart.ts
 cat >typed.ts <<'TS'
 import { Client, LockGuard, LockLost, withLock } from "raftlock";
 export async function settle(client: Client): Promise<bigint> {
