@@ -552,18 +552,7 @@ public final class DistributedLock implements Lock {
             throws InterruptedException {
         o.check();
         s.check();
-        boolean interrupted = false;
-        while (true) {
-            try {
-                s.cancelsSettled(name);
-                break;
-            } catch (InterruptedException e) {
-                if (interruptible) {
-                    throw e;
-                }
-                interrupted = true;
-            }
-        }
+        boolean interrupted = s.cancelsSettled(List.of(name), interruptible);
         byte[] requestId = Wire.newRequestId();
         long started = System.nanoTime();
         Transport.CallOpts co = wait == null ? Transport.CallOpts.plain() : Transport.CallOpts.waiting(wait);

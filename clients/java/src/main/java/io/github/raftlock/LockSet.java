@@ -47,21 +47,7 @@ public final class LockSet implements AutoCloseable {
             throw Errors.invalidArgument("the wait must not be negative");
         }
         s.check();
-        boolean interrupted = false;
-        for (String n : names) {
-            while (true) {
-                try {
-                    s.cancelsSettled(n);
-                    break;
-                } catch (InterruptedException e) {
-                    if (interruptible) {
-                        throw e;
-                    }
-                    interrupted = true;
-                }
-            }
-        }
-        if (interrupted) {
+        if (s.cancelsSettled(names, interruptible)) {
             Thread.currentThread().interrupt();
         }
         byte[] requestId = Wire.newRequestId();

@@ -739,6 +739,28 @@ public final class Session implements AutoCloseable {
     }
 
     /**
+     * cancelsSettled for each of names. Without interruptible an interrupt does not end the
+     * wait: it is remembered and returned, for the caller to set the flag again once done.
+     */
+    boolean cancelsSettled(Collection<String> names, boolean interruptible) throws InterruptedException {
+        boolean interrupted = false;
+        for (String n : names) {
+            while (true) {
+                try {
+                    cancelsSettled(n);
+                    break;
+                } catch (InterruptedException e) {
+                    if (interruptible) {
+                        throw e;
+                    }
+                    interrupted = true;
+                }
+            }
+        }
+        return interrupted;
+    }
+
+    /**
      * An exclusive lock on name for this session; nothing is sent until it is acquired.
      *
      * @param name the lock's name (UTF-8, 1 to 512 bytes)

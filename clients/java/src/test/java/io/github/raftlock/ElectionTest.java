@@ -11,23 +11,9 @@ import java.time.Duration;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-class ElectionTest {
-    static RaftlockClient client;
-
-    @BeforeAll
-    static void connect() {
-        client = TestCluster.shared().client();
-    }
-
-    @AfterAll
-    static void close() {
-        client.close();
-    }
-
+class ElectionTest extends OnSharedCluster {
     private static String poll(BlockingQueue<String> q) throws InterruptedException {
         String v = q.poll(10, TimeUnit.SECONDS);
         if (v == null) {

@@ -17,24 +17,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** Read-write locks, semaphores, lock sets, rate limits and runOnce against a real cluster. */
-class FeaturesTest {
-    static RaftlockClient client;
-
-    @BeforeAll
-    static void connect() {
-        client = TestCluster.shared().client();
-    }
-
-    @AfterAll
-    static void close() {
-        client.close();
-    }
-
+class FeaturesTest extends OnSharedCluster {
     @Test
     void readersShareWritersExcludeAndADowngradedWriterLetsTheQueuedReaderIn() throws Exception {
         String name = "rw/config";

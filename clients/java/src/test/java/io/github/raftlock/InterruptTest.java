@@ -10,24 +10,10 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** Releases, resignations and cancellations that must go out whatever the interrupt flag says. */
-class InterruptTest {
-    static RaftlockClient client;
-
-    @BeforeAll
-    static void connect() {
-        client = TestCluster.shared().client();
-    }
-
-    @AfterAll
-    static void close() {
-        client.close();
-    }
-
+class InterruptTest extends OnSharedCluster {
     // A TTL far longer than the tests wait: a lock found free came from the release, not
     // from the holder's session expiring.
     private static final Duration LONG_TTL = Duration.ofSeconds(60);

@@ -19,23 +19,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-class LockTest {
-    static RaftlockClient client;
-
-    @BeforeAll
-    static void connect() {
-        client = TestCluster.shared().client();
-    }
-
-    @AfterAll
-    static void close() {
-        client.close();
-    }
-
+class LockTest extends OnSharedCluster {
     @Test
     void lockUnlockTokensIncreaseAndValidate() throws Exception {
         try (Session a = client.newSession(); Session b = client.newSession()) {
