@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Several locks held together, from {@link Session#acquireAll(Collection, Duration)}: one
@@ -34,10 +35,41 @@ public final class LockSet implements AutoCloseable {
     }
 
     /**
+     * Acquires a set, waiting in turns of at most {@link DistributedLock#maxWaitTurn} as a
+     * single lock does: the server refuses one wait longer than its {@code --max-wait-ms}.
+     * wait null is a try.
+     */
+    static LockSet acquire(Session s, Collection<String> names, Duration wait, boolean interruptible)
+            throws InterruptedException {
+        if (wait == null) {
+            return acquireOnce(s, names, null, interruptible);
+        }
+        long end = System.nanoTime() + wait.toNanos();
+        while (true) {
+            Duration max = DistributedLock.maxWaitTurn;
+            Duration turn = max;
+            long left = end - System.nanoTime();
+            if (left < turn.toNanos()) {
+                turn = Duration.ofNanos(Math.max(0, left));
+            }
+            try {
+                return acquireOnce(s, names, turn, interruptible);
+            } catch (WaitTimedOutException e) {
+                // Only a full turn ends short of what was asked; a shorter one was the last.
+                boolean more = end - System.nanoTime() > TimeUnit.MILLISECONDS.toNanos(1);
+                if (turn.equals(max) && more && s.isValid()) {
+                    continue;
+                }
+                throw e;
+            }
+        }
+    }
+
+    /**
      * One acquisition of a set, numbered and retried as one with one request id, as a
      * single lock's is. wait null is a try.
      */
-    static LockSet acquire(Session s, Collection<String> rawNames, Duration wait, boolean interruptible)
+    private static LockSet acquireOnce(Session s, Collection<String> rawNames, Duration wait, boolean interruptible)
             throws InterruptedException {
         List<String> names = Session.sortedUnique(rawNames);
         if (names.isEmpty()) {

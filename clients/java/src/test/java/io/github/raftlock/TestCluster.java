@@ -68,8 +68,11 @@ final class TestCluster implements AutoCloseable {
         }
     }
 
-    private TestCluster(Path dir) {
+    private final List<String> flags;
+
+    private TestCluster(Path dir, List<String> flags) {
         this.dir = dir;
+        this.flags = flags;
         List<String> parts = new ArrayList<>();
         for (int i = 1; i <= 3; i++) {
             String client = "127.0.0.1:" + freePort();
@@ -83,13 +86,18 @@ final class TestCluster implements AutoCloseable {
 
     /** Starts a 3-node cluster and waits for a leader. */
     static TestCluster start() {
+        return start(List.of());
+    }
+
+    /** A cluster whose nodes all get flags besides the fixture's own. */
+    static TestCluster start(List<String> flags) {
         Path dir;
         try {
             dir = Files.createTempDirectory("raftlock-java-");
         } catch (IOException e) {
             throw new IllegalStateException(e);
         }
-        TestCluster c = new TestCluster(dir);
+        TestCluster c = new TestCluster(dir, List.copyOf(flags));
         for (int i = 1; i <= 3; i++) {
             c.startNode(i);
         }
@@ -107,10 +115,12 @@ final class TestCluster implements AutoCloseable {
 
     void startNode(int i) {
         File log = dir.resolve("n" + i + ".log").toFile();
-        ProcessBuilder pb = new ProcessBuilder(binary(), "--id", Integer.toString(i),
+        List<String> cmd = new ArrayList<>(List.of(binary(), "--id", Integer.toString(i),
                 "--data-dir", dir.resolve("n" + i).toString(),
                 "--listen-client", clients.get(i - 1), "--listen-peer", peers.get(i - 1),
-                "--initial-cluster", initial);
+                "--initial-cluster", initial));
+        cmd.addAll(flags);
+        ProcessBuilder pb = new ProcessBuilder(cmd);
         pb.redirectErrorStream(true);
         pb.redirectOutput(ProcessBuilder.Redirect.appendTo(log));
         try {
